@@ -1,0 +1,104 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# memhp-lab: out-of-tree memory-hotplug and sparsemem modules, their tests
+# and experiments. `make help` lists the targets.
+#
+# The modules are built against Debian's 6.1 kernel headers by default;
+# KDIR=/path/to/tree builds them against any other configured tree.
+
+TOP	:= $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+BUILD	:= $(TOP)/build
+KSRC	:= $(BUILD)/ksrc
+VENV	:= $(TOP)/.venv
+PY	:= $(VENV)/bin/python
+SETUP	:= $(TOP)/tools/setup.sh
+
+# The newest installed Debian 6.1 kernel (setup installs one).
+KVER	?= $(shell ls /lib/modules 2>/dev/null | grep -E '^6\.1\.0-[0-9]+-amd64$$' | sort -V | tail -n1)
+KDIR	?= /lib/modules/$(KVER)/build
+
+# Our C sources that checkpatch must accept (kernel and user space alike).
+CHECKPATCH_FILES = $(shell cd $(TOP) && git ls-files -co --exclude-standard \
+		     -- '*.c' '*.h' | grep -v '^build/')
+CHECKPATCH	 = $(KSRC)/scripts/checkpatch.pl
+CHECKPATCH_FLAGS = --no-tree --strict --quiet --show-types --terse \
+		   --ignore SPDX_LICENSE_TAG,FILE_PATH_CHANGES -f
+
+export KVER KDIR
+
+.PHONY: all modules clean setup setup-check checkpatch sparse unit \
+	selftests check run help install dkms-install vm-shell
+
+all: modules
+
+# `make setup` installs everything; every other target calls setup-check,
+# which installs only what is missing (and is silent when nothing is).
+setup:
+	@$(SETUP)
+
+setup-check:
+	@$(SETUP) --check --quiet >/dev/null 2>&1 || $(SETUP)
+
+modules: setup-check
+	$(MAKE) -C $(KDIR) M=$(TOP) modules
+
+clean:
+	-$(MAKE) -C $(KDIR) M=$(TOP) clean
+	-$(MAKE) -C tools/testing/unit OUTPUT=$(BUILD)/unit clean
+	-$(MAKE) -C tools/testing/selftests/memhp OUTPUT=$(BUILD)/selftests clean
+	rm -rf $(BUILD)/unit $(BUILD)/selftests $(BUILD)/vm
+
+# Static checks: both print nothing and exit 0 when the tree is clean.
+checkpatch: setup-check
+	@cd $(TOP) && out=$$(perl $(CHECKPATCH) $(CHECKPATCH_FLAGS) $(CHECKPATCH_FILES) 2>&1); \
+	if [ -n "$$out" ]; then echo "$$out"; exit 1; fi
+
+sparse: setup-check
+	@$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP) C=2 modules 2>&1 | \
+		tee $(BUILD)/sparse.log | grep -E 'warning|error' ; \
+	! grep -qE 'warning|error' $(BUILD)/sparse.log
+
+# User-space unit tests of the portable cores (kselftest harness, KTAP).
+unit: setup-check
+	@$(MAKE) --no-print-directory -C tools/testing/unit OUTPUT=$(BUILD)/unit run_tests
+
+# Build the in-guest selftests (they run inside a guest: see `make check`).
+selftests: setup-check modules
+	@$(MAKE) --no-print-directory -C tools/testing/selftests/memhp OUTPUT=$(BUILD)/selftests all
+
+# Everything: unit tests, build, static checks, selftests in QEMU guests.
+# Ends with one KTAP totals line; non-zero exit on any failure.
+check: setup-check
+	@$(PY) $(TOP)/tools/testing/check.py $(CHECK_ARGS)
+
+# The experiments on the default topology; writes results/report.md.
+run: setup-check
+	@$(PY) $(TOP)/tools/testing/run.py $(RUN_ARGS)
+
+# An interactive-free guest shell command: make vm-shell CMD='cat /proc/meminfo'
+vm-shell: setup-check modules
+	@$(TOP)/tools/testing/vm/memhp-vm -- $(or $(CMD),true)
+
+install: modules
+	$(MAKE) -C $(KDIR) M=$(TOP) modules_install
+
+dkms-install: setup-check
+	dkms install $(TOP)
+
+help:
+	@echo 'memhp-lab targets (KDIR=$(KDIR))'
+	@echo '  make [modules]  build every module against KDIR, warnings are errors'
+	@echo '  make setup      install apt packages, extract linux-source pieces, create .venv'
+	@echo '  make check      unit tests, build, checkpatch, sparse, selftests in QEMU guests;'
+	@echo '                  ends with a KTAP "# Totals:" line (CHECK_ARGS="--help" for options)'
+	@echo '  make run        experiments in a guest, summary table and results/report.md'
+	@echo '                  (RUN_ARGS="--help" for options)'
+	@echo '  make unit       user-space unit tests of the portable cores only'
+	@echo '  make selftests  build the in-guest selftests'
+	@echo '  make checkpatch checkpatch.pl --no-tree --strict on our C sources (silent if clean)'
+	@echo '  make sparse     the modules through sparse, C=2 (silent if clean); also: make C=2'
+	@echo '  make vm-shell CMD=...  run one command as root in a hotplug-capable guest'
+	@echo '  make install    modules_install into /lib/modules/$$KVER/updates'
+	@echo '  make dkms-install  register, build and install with DKMS'
+	@echo '  make clean'
+	@echo 'Guest runner: tools/testing/vm/memhp-vm --help'
