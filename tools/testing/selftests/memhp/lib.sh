@@ -1,0 +1,135 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Helpers shared by the memhp selftests. They run as root inside a guest
+# started by tools/testing/vm/memhp-vm (MEMHP_TOP is the repository, and
+# memhp-qmp is on PATH); nothing here is meant for the host.
+
+MEMHP_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=ktap_helpers.sh
+. "$MEMHP_LIB_DIR/ktap_helpers.sh"
+
+MEMHP_TOP=${MEMHP_TOP:-$(cd "$MEMHP_LIB_DIR/../../../.." && pwd)}
+MEMORY_SYSFS=/sys/devices/system/memory
+export PATH="$MEMHP_TOP/tools/testing/vm:$PATH"
+
+# Skip the whole test (exit 4) unless we are root in a memhp guest.
+memhp_require_guest()
+{
+	if [ "$(id -u)" != 0 ]; then
+		ktap_print_header; ktap_set_plan 1
+		ktap_test_skip "$(basename "$0")" "must run as root"
+		ktap_finished
+	fi
+	if [ ! -e /dev/virtio-ports/org.memhp.qmp ]; then
+		ktap_print_header; ktap_set_plan 1
+		ktap_test_skip "$(basename "$0")" "not inside a memhp-vm guest (no QMP relay port)"
+		ktap_finished
+	fi
+}
+
+# The path of one of our modules, e.g. memhp_module_path sparse_hotplug.
+memhp_module_path()
+{
+	local ko
+
+	ko=$(find "$MEMHP_TOP/mm" "$MEMHP_TOP/drivers" -name "$1.ko" 2>/dev/null | head -n1)
+	[ -n "$ko" ] && echo "$ko"
+}
+
+# Every module the suite builds (names without .ko), one per line.
+memhp_all_modules()
+{
+	find "$MEMHP_TOP/mm" "$MEMHP_TOP/drivers" -name '*.ko' -printf '%f\n' 2>/dev/null |
+		sed 's/\.ko$//' | sort
+}
+
+memhp_module_loaded()
+{
+	[ -d "/sys/module/$1" ]
+}
+
+# memhp_load NAME [params...]
+memhp_load()
+{
+	local name=$1 ko
+
+	shift
+	memhp_module_loaded "$name" && return 0
+	ko=$(memhp_module_path "$name") || { echo "# no $name.ko: run make first"; return 1; }
+	insmod "$ko" "$@"
+}
+
+memhp_unload()
+{
+	memhp_module_loaded "$1" || return 0
+	rmmod "$1"
+}
+
+# meminfo_kb FIELD: a /proc/meminfo value in kB.
+meminfo_kb()
+{
+	awk -v f="$1:" '$1 == f { print $2 }' /proc/meminfo
+}
+
+block_size_bytes()
+{
+	echo $((0x$(cat $MEMORY_SYSFS/block_size_bytes)))
+}
+
+# The memory block ids present now, sorted numerically.
+memory_blocks()
+{
+	local d
+
+	for d in "$MEMORY_SYSFS"/memory[0-9]*; do
+		[ -d "$d" ] && echo "${d##*memory}"
+	done | sort -n
+}
+
+# The blocks covering [phys, phys + size).
+blocks_of_range()
+{
+	local start=$1 size=$2 bs first last
+
+	bs=$(block_size_bytes)
+	first=$((start / bs))
+	last=$(((start + size - 1) / bs))
+	seq "$first" "$last"
+}
+
+block_state()
+{
+	cat "$MEMORY_SYSFS/memory$1/state" 2>/dev/null
+}
+
+# wait_for SECONDS CMD...: poll CMD every 0.2 s until it succeeds.
+wait_for()
+{
+	local deadline=$(($(date +%s) + $1))
+
+	shift
+	while ! "$@"; do
+		[ "$(date +%s)" -ge "$deadline" ] && return 1
+		sleep 0.2
+	done
+}
+
+# The auto-online policy for hot-added memory, set explicitly by tests:
+# Debian leaves hot-added memory offline by default.
+set_auto_online()
+{
+	echo "$1" > "$MEMORY_SYSFS/auto_online_blocks"
+}
+
+# The size in bytes of the first memory device QEMU reports for an id.
+qmp_memdev_size()
+{
+	memhp-qmp query-memory-devices | python3 -c '
+import json, sys
+for d in json.load(sys.stdin):
+    if d["data"].get("id") == sys.argv[1]:
+        print(d["data"]["size"])
+        break
+' "$1"
+}
