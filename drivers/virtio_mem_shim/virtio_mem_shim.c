@@ -1,0 +1,1414 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * virtio_mem_shim: a small virtio-mem driver for memhp-lab experiments.
+ *
+ * It drives QEMU's virtio-mem-pci (VIRTIO_ID_MEM) with the protocol of
+ * include/uapi/linux/virtio_mem.h, like the upstream virtio_mem driver, but
+ * with a deliberately simple policy that is easy to observe and steer from
+ * inside the guest:
+ *
+ *  - Memory is plugged, added and removed in "units": the larger of the
+ *    device block size and the Linux memory block size. Every added unit is
+ *    fully plugged, so no online_page callback is needed.
+ *  - The target is the host's requested_size, unless the guest wrote
+ *    target_size in sysfs (a new host request wins again).
+ *  - Growing: PLUG a unit, add_memory_driver_managed() it, and (module
+ *    parameter online_type) online its blocks through sysfs if the system's
+ *    auto-online policy left them offline.
+ *  - Shrinking: units that are offline first, then all-movable ones, then
+ *    the rest, highest address first. The online memory blocks of a unit are
+ *    first evacuated with alloc_contig_range() ("fake offline": the pages
+ *    become ours and PageOffline), which fails in bounded time when memory
+ *    cannot move; only then offline_and_remove_memory() removes the unit
+ *    (our memory notifier drops our page references in MEM_GOING_OFFLINE),
+ *    and UNPLUG returns it to the device. What could not go is reported in
+ *    sysfs (unplug_shortfall) and the kernel log, and retried later.
+ *  - At bind, plugged memory that nobody uses is dropped with UNPLUG_ALL;
+ *    plugged memory still present in the guest (left behind by an earlier
+ *    driver instance) is adopted unit by unit after a STATE request.
+ *  - At unbind/unload everything that can be unplugged is; what cannot stay
+ *    as plain System RAM (reported), and is adopted by the next bind.
+ *
+ * Locking: vm->lock serialises the worker (the only sender of device
+ * requests after probe) and unit state. vm->hotplug_mutex guards the
+ * per-memory-block fake-offline state; the memory notifier holds it from
+ * MEM_GOING_* to the final event of one online/offline operation, so the
+ * worker never holds it while calling into the hotplug core. vm->state_lock
+ * (spinlock) guards the guest target and the removing flag, which are
+ * touched from sysfs and the config-change callback.
+ *
+ * See Documentation/admin-guide/virtio_mem_shim.rst.
+ */
+
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/module.h>
+#include <linux/virtio.h>
+#include <linux/virtio_config.h>
+#include <linux/virtio_ids.h>
+#include <linux/virtio_mem.h>
+#include <linux/memory.h>
+#include <linux/memory_hotplug.h>
+#include <linux/mm.h>
+#include <linux/mmzone.h>
+#include <linux/page-flags.h>
+#include <linux/page_ref.h>
+#include <linux/ioport.h>
+#include <linux/workqueue.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/debugfs.h>
+#include <linux/seq_file.h>
+#include <linux/fs.h>
+#include <linux/delay.h>
+#include <linux/scatterlist.h>
+#include <linux/bitmap.h>
+#include <linux/slab.h>
+#include <linux/sched/signal.h>
+#include <linux/acpi.h>
+
+#define VMS_RESOURCE_NAME	"System RAM (virtio_mem_shim)"
+#define VMS_RETRY_MIN_MS	500
+#define VMS_RETRY_MAX_MS	16000
+/* nb_blocks is a __virtio16: split larger requests. */
+#define VMS_MAX_BLOCKS_PER_REQ	32768
+
+enum vms_unit_state {
+	VMS_UNIT_UNPLUGGED = 0,	/* unplugged, not added */
+	VMS_UNIT_PLUGGED,	/* plugged at the device, not added */
+	VMS_UNIT_ADDED,		/* plugged and added to Linux */
+	VMS_UNIT_FOREIGN,	/* partially plugged and in use: never touched */
+};
+
+static const char * const vms_unit_names[] = {
+	[VMS_UNIT_UNPLUGGED] = "unplugged",
+	[VMS_UNIT_PLUGGED] = "plugged",
+	[VMS_UNIT_ADDED] = "added",
+	[VMS_UNIT_FOREIGN] = "foreign",
+};
+
+enum vms_mb_state {
+	VMS_MB_NORMAL = 0,	/* not ours beyond being added */
+	VMS_MB_FAKE,		/* all pages ours (refcount 1), PageOffline */
+	VMS_MB_FAKE_DROPPED,	/* as FAKE, refs dropped for offlining */
+};
+
+static const char * const vms_mb_names[] = {
+	[VMS_MB_NORMAL] = "-",
+	[VMS_MB_FAKE] = "fake-offline",
+	[VMS_MB_FAKE_DROPPED] = "fake-offline-dropped",
+};
+
+struct vms {
+	struct virtio_device *vdev;
+	struct virtqueue *vq;
+	wait_queue_head_t host_resp;
+	/* The one request in flight and its response (vm->lock). */
+	struct virtio_mem_req req;
+	struct virtio_mem_resp resp;
+
+	/* Device configuration; the first four never change. */
+	u64 block_size;
+	u64 addr;
+	u64 region_size;
+	int nid;
+	u64 usable_region_size;
+	u64 dev_plugged_size;
+	u64 requested_size;
+
+	/* Our layout: units of unit_size from base, nr_usable of nr_units. */
+	u64 mb_size;
+	u64 unit_size;
+	u64 base;
+	unsigned long nr_units;
+	unsigned long nr_usable;
+	unsigned long mbs_per_unit;
+
+	/* Serialises the worker, device requests and the fields below. */
+	struct mutex lock;
+	u8 *units;		/* enum vms_unit_state per unit */
+	u64 plugged;		/* bytes of PLUGGED + ADDED units */
+	u64 added;		/* bytes of ADDED units */
+	bool started;		/* startup scan of plugged memory done */
+	bool broken;
+	unsigned int retry_ms;
+	u64 short_bytes;	/* last unplug shortfall, and its error */
+	int short_err;
+	int last_err;
+	struct delayed_work work;
+	atomic_t config_changed;
+
+	/* Guest-side target and removal flag, under state_lock. */
+	spinlock_t state_lock;
+	bool removing;
+	bool guest_target_set;
+	u64 guest_target;
+
+	/* Per memory block fake-offline state, under hotplug_mutex. */
+	struct mutex hotplug_mutex;
+	bool hotplug_active;
+	u8 *mb_state;
+	struct notifier_block memory_nb;
+
+	int mgid;
+	struct resource *parent;
+	const char *parent_name;
+	struct dentry *dbg;
+
+	/* Statistics (vm->lock). */
+	unsigned long nr_plug_req, nr_unplug_req, nr_state_req;
+	unsigned long nr_busy, nr_nack, nr_error;
+	unsigned long nr_added, nr_removed, nr_remove_failed;
+	u64 last_grow_ns, last_shrink_ns;
+};
+
+/*
+ * How hot-added blocks get onlined: "auto" leaves it to the system policy
+ * (auto_online_blocks / udev); "movable", "kernel" and "online" make the
+ * driver write that state to memoryN/state when the block is still offline
+ * after adding; "offline" leaves blocks offline.
+ */
+static const char * const vms_online_strs[] = {
+	"auto", "offline", "online", "kernel", "movable",
+};
+
+static const char * const vms_online_writes[] = {
+	NULL, NULL, "online", "online_kernel", "online_movable",
+};
+
+static int vms_online_type = 4;	/* movable */
+
+static int vms_online_type_set(const char *val, const struct kernel_param *kp)
+{
+	int i = sysfs_match_string(vms_online_strs, val);
+
+	if (i < 0)
+		return -EINVAL;
+	WRITE_ONCE(vms_online_type, i);
+	return 0;
+}
+
+static int vms_online_type_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%s\n", vms_online_strs[READ_ONCE(vms_online_type)]);
+}
+
+static const struct kernel_param_ops vms_online_type_ops = {
+	.set = vms_online_type_set,
+	.get = vms_online_type_get,
+};
+
+module_param_cb(online_type, &vms_online_type_ops, NULL, 0644);
+MODULE_PARM_DESC(online_type,
+		 "Online added blocks: auto|offline|online|kernel|movable (default movable)");
+
+static struct dentry *vms_debugfs_root;
+
+static inline u64 vms_unit_start(const struct vms *vm, unsigned long id)
+{
+	return vm->base + (u64)id * vm->unit_size;
+}
+
+static inline unsigned long vms_mb_pfn(const struct vms *vm, unsigned long mb)
+{
+	return PHYS_PFN(vm->base + (u64)mb * vm->mb_size);
+}
+
+static inline unsigned long vms_mb_pages(const struct vms *vm)
+{
+	return PHYS_PFN(vm->mb_size);
+}
+
+/* --- device requests --------------------------------------------------- */
+
+static void vms_vq_done(struct virtqueue *vq)
+{
+	struct vms *vm = vq->vdev->priv;
+
+	wake_up(&vm->host_resp);
+}
+
+/* Send vm->req and wait for the response type. Caller holds vm->lock. */
+static int vms_send(struct vms *vm)
+{
+	struct scatterlist sg_req, sg_resp, *sgs[2] = { &sg_req, &sg_resp };
+	unsigned int len;
+	int rc;
+
+	lockdep_assert_held(&vm->lock);
+	sg_init_one(&sg_req, &vm->req, sizeof(vm->req));
+	sg_init_one(&sg_resp, &vm->resp, sizeof(vm->resp));
+	rc = virtqueue_add_sgs(vm->vq, sgs, 1, 1, vm, GFP_KERNEL);
+	if (rc < 0)
+		return rc;
+	virtqueue_kick(vm->vq);
+	wait_event(vm->host_resp, virtqueue_get_buf(vm->vq, &len));
+	return virtio16_to_cpu(vm->vdev, vm->resp.type);
+}
+
+static void vms_fill_req(struct vms *vm, u16 type, u64 addr, u64 nb)
+{
+	memset(&vm->req, 0, sizeof(vm->req));
+	vm->req.type = cpu_to_virtio16(vm->vdev, type);
+	vm->req.u.plug.addr = cpu_to_virtio64(vm->vdev, addr);
+	vm->req.u.plug.nb_blocks = cpu_to_virtio16(vm->vdev, nb);
+}
+
+/* Map a response to an errno and count it. */
+static int vms_resp_errno(struct vms *vm, int resp)
+{
+	switch (resp) {
+	case VIRTIO_MEM_RESP_ACK:
+		return 0;
+	case VIRTIO_MEM_RESP_NACK:
+		vm->nr_nack++;
+		return -ENOSPC;		/* beyond requested_size */
+	case VIRTIO_MEM_RESP_BUSY:
+		vm->nr_busy++;
+		return -ETXTBSY;	/* device busy (e.g. migration) */
+	case VIRTIO_MEM_RESP_ERROR:
+		vm->nr_error++;
+		return -EINVAL;
+	default:
+		return resp < 0 ? resp : -EIO;
+	}
+}
+
+/* PLUG or UNPLUG [addr, addr + size); updates dev_plugged_size. */
+static int vms_change_range(struct vms *vm, u16 type, u64 addr, u64 size)
+{
+	u64 nb = div64_u64(size, vm->block_size);
+	int rc;
+
+	while (nb) {
+		u64 n = min_t(u64, nb, VMS_MAX_BLOCKS_PER_REQ);
+
+		vms_fill_req(vm, type, addr, n);
+		if (type == VIRTIO_MEM_REQ_PLUG)
+			vm->nr_plug_req++;
+		else
+			vm->nr_unplug_req++;
+		rc = vms_resp_errno(vm, vms_send(vm));
+		if (rc)
+			return rc;
+		if (type == VIRTIO_MEM_REQ_PLUG)
+			vm->dev_plugged_size += n * vm->block_size;
+		else
+			vm->dev_plugged_size -= n * vm->block_size;
+		addr += n * vm->block_size;
+		nb -= n;
+	}
+	return 0;
+}
+
+/* STATE of [addr, addr + size): VIRTIO_MEM_STATE_* or -errno. */
+static int vms_state(struct vms *vm, u64 addr, u64 size)
+{
+	int rc;
+
+	vms_fill_req(vm, VIRTIO_MEM_REQ_STATE, addr,
+		     div64_u64(size, vm->block_size));
+	vm->nr_state_req++;
+	rc = vms_resp_errno(vm, vms_send(vm));
+	if (rc)
+		return rc;
+	return virtio16_to_cpu(vm->vdev, vm->resp.u.state.state);
+}
+
+static int vms_unplug_all(struct vms *vm)
+{
+	int rc;
+
+	vms_fill_req(vm, VIRTIO_MEM_REQ_UNPLUG_ALL, 0, 0);
+	vm->nr_unplug_req++;
+	rc = vms_resp_errno(vm, vms_send(vm));
+	if (!rc)
+		vm->dev_plugged_size = 0;
+	return rc;
+}
+
+/* --- configuration ----------------------------------------------------- */
+
+static void vms_update_usable(struct vms *vm)
+{
+	struct range pluggable = mhp_get_pluggable_range(true);
+	u64 end = min_t(u64, vm->addr + vm->usable_region_size,
+			pluggable.end + 1);
+
+	if (end <= vm->base)
+		vm->nr_usable = 0;
+	else
+		vm->nr_usable = min_t(u64, div64_u64(end - vm->base, vm->unit_size),
+				      vm->nr_units);
+}
+
+/* Re-read the changing config fields; a new host request wins. */
+static void vms_refresh_config(struct vms *vm)
+{
+	u64 requested, plugged;
+	unsigned long flags;
+
+	virtio_cread_le(vm->vdev, struct virtio_mem_config, usable_region_size,
+			&vm->usable_region_size);
+	virtio_cread_le(vm->vdev, struct virtio_mem_config, plugged_size,
+			&plugged);
+	virtio_cread_le(vm->vdev, struct virtio_mem_config, requested_size,
+			&requested);
+	if (vm->started && plugged != vm->dev_plugged_size)
+		dev_warn_ratelimited(&vm->vdev->dev,
+				     "device reports %llu bytes plugged, driver counted %llu\n",
+				     plugged, vm->dev_plugged_size);
+	vm->dev_plugged_size = plugged;
+	if (requested != vm->requested_size) {
+		spin_lock_irqsave(&vm->state_lock, flags);
+		if (vm->guest_target_set)
+			dev_info(&vm->vdev->dev,
+				 "host requested %llu bytes: dropping guest target %llu\n",
+				 requested, vm->guest_target);
+		vm->guest_target_set = false;
+		spin_unlock_irqrestore(&vm->state_lock, flags);
+		vm->retry_ms = 0;
+	}
+	vm->requested_size = requested;
+	vms_update_usable(vm);
+}
+
+/* The size we steer to: a multiple of unit_size. */
+static u64 vms_goal(struct vms *vm)
+{
+	unsigned long flags;
+	u64 goal;
+
+	spin_lock_irqsave(&vm->state_lock, flags);
+	goal = vm->guest_target_set ? vm->guest_target : vm->requested_size;
+	spin_unlock_irqrestore(&vm->state_lock, flags);
+	goal = min(goal, vm->requested_size);
+	goal = min_t(u64, goal, (u64)vm->nr_usable * vm->unit_size);
+	return round_down(goal, vm->unit_size);
+}
+
+/* --- onlining ---------------------------------------------------------- */
+
+static bool vms_mb_online(struct vms *vm, unsigned long mb)
+{
+	return !!pfn_to_online_page(vms_mb_pfn(vm, mb));
+}
+
+static bool vms_mb_movable(struct vms *vm, unsigned long mb)
+{
+	struct page *page = pfn_to_online_page(vms_mb_pfn(vm, mb));
+
+	return page && zone_idx(page_zone(page)) == ZONE_MOVABLE;
+}
+
+/*
+ * Online one memory block by writing its sysfs state file: there is no
+ * exported kernel interface for it. lock_device_hotplug_sysfs() asks for a
+ * syscall restart on contention; we retry after clearing the pending flag
+ * it sets, which a kworker must not keep.
+ */
+static int vms_online_mb(struct vms *vm, unsigned long mb, const char *how)
+{
+	u64 block_id = div64_u64(vm->base + (u64)mb * vm->mb_size, vm->mb_size);
+	char path[64];
+	struct file *f;
+	loff_t pos;
+	int tries, rc;
+
+	snprintf(path, sizeof(path), "/sys/devices/system/memory/memory%llu/state",
+		 block_id);
+	f = filp_open(path, O_WRONLY, 0);
+	if (IS_ERR(f))
+		return PTR_ERR(f);
+	for (tries = 0; tries < 200; tries++) {
+		pos = 0;
+		rc = kernel_write(f, how, strlen(how), &pos);
+		if (rc != -ERESTARTNOINTR)
+			break;
+		clear_thread_flag(TIF_SIGPENDING);
+		usleep_range(5000, 10000);
+	}
+	if (signal_pending(current))
+		clear_thread_flag(TIF_SIGPENDING);
+	filp_close(f, NULL);
+	return rc < 0 ? rc : 0;
+}
+
+static void vms_online_unit(struct vms *vm, unsigned long id)
+{
+	const char *how = vms_online_writes[READ_ONCE(vms_online_type)];
+	unsigned long mb = id * vm->mbs_per_unit;
+	unsigned long i;
+	int rc;
+
+	if (!how)
+		return;
+	for (i = 0; i < vm->mbs_per_unit; i++) {
+		if (vms_mb_online(vm, mb + i))
+			continue;
+		rc = vms_online_mb(vm, mb + i, how);
+		if (rc)
+			dev_warn_ratelimited(&vm->vdev->dev,
+					     "onlining memory block at %#llx as %s failed: %d\n",
+					     vm->base + (u64)(mb + i) * vm->mb_size,
+					     how, rc);
+	}
+}
+
+/* --- fake offline: evacuate a block with alloc_contig_range() ----------- */
+
+/*
+ * The 6.1 __SetPageOffline() / __ClearPageOffline() (page-flags.h
+ * PAGE_TYPE_OPS), written out: checkpatch --no-tree rejects their names.
+ */
+static void vms_page_type_offline(struct page *page, bool on)
+{
+	if (on)
+		page->page_type &= ~PG_offline;
+	else
+		page->page_type |= PG_offline;
+}
+
+static void vms_set_offline_pages(unsigned long pfn, unsigned long nr, bool on)
+{
+	unsigned long i;
+
+	page_offline_begin();
+	for (i = 0; i < nr; i++)
+		vms_page_type_offline(pfn_to_page(pfn + i), on);
+	page_offline_end();
+}
+
+/* Take all pages of an online block; 0, or -EBUSY/-ENOMEM/-EINTR. */
+static int vms_fake_offline_mb(struct vms *vm, unsigned long mb)
+{
+	unsigned long pfn = vms_mb_pfn(vm, mb), nr = vms_mb_pages(vm);
+	int rc = 0;
+
+	mutex_lock(&vm->hotplug_mutex);
+	if (vm->mb_state[mb] != VMS_MB_NORMAL || !vms_mb_online(vm, mb))
+		goto out;
+	rc = alloc_contig_range(pfn, pfn + nr, MIGRATE_MOVABLE,
+				GFP_KERNEL | __GFP_NOWARN);
+	if (rc)
+		goto out;
+	vms_set_offline_pages(pfn, nr, true);
+	adjust_managed_page_count(pfn_to_page(pfn), -(long)nr);
+	vm->mb_state[mb] = VMS_MB_FAKE;
+out:
+	mutex_unlock(&vm->hotplug_mutex);
+	return rc;
+}
+
+/* Give a fake-offline block back to the page allocator. */
+static void vms_fake_online_mb(struct vms *vm, unsigned long mb)
+{
+	unsigned long pfn = vms_mb_pfn(vm, mb), nr = vms_mb_pages(vm);
+
+	mutex_lock(&vm->hotplug_mutex);
+	if (vm->mb_state[mb] == VMS_MB_FAKE) {
+		vms_set_offline_pages(pfn, nr, false);
+		free_contig_range(pfn, nr);
+		adjust_managed_page_count(pfn_to_page(pfn), nr);
+		vm->mb_state[mb] = VMS_MB_NORMAL;
+	}
+	/*
+	 * VMS_MB_FAKE_DROPPED: the block went offline with our pages and could
+	 * not be onlined again (we veto that); it stays offline and is
+	 * removed by the next attempt.
+	 */
+	mutex_unlock(&vm->hotplug_mutex);
+}
+
+static int vms_memory_notify(struct notifier_block *nb, unsigned long action,
+			     void *arg)
+{
+	struct vms *vm = container_of(nb, struct vms, memory_nb);
+	struct memory_notify *mhp = arg;
+	u64 start = PFN_PHYS(mhp->start_pfn);
+	unsigned long mb, pfn, i, nr;
+	int rc = NOTIFY_OK;
+
+	if (start < vm->base || start >= vms_unit_start(vm, vm->nr_units))
+		return NOTIFY_DONE;
+	mb = div64_u64(start - vm->base, vm->mb_size);
+	pfn = vms_mb_pfn(vm, mb);
+	nr = vms_mb_pages(vm);
+
+	switch (action) {
+	case MEM_GOING_OFFLINE:
+		mutex_lock(&vm->hotplug_mutex);
+		vm->hotplug_active = true;
+		if (vm->mb_state[mb] == VMS_MB_FAKE) {
+			/* Let offlining skip our pages: drop our references. */
+			for (i = 0; i < nr; i++)
+				page_ref_dec(pfn_to_page(pfn + i));
+			/* offline_pages() takes all pages off the count. */
+			adjust_managed_page_count(pfn_to_page(pfn), nr);
+			vm->mb_state[mb] = VMS_MB_FAKE_DROPPED;
+		}
+		break;
+	case MEM_GOING_ONLINE:
+		mutex_lock(&vm->hotplug_mutex);
+		vm->hotplug_active = true;
+		if (vm->mb_state[mb] != VMS_MB_NORMAL) {
+			dev_info_ratelimited(&vm->vdev->dev,
+					     "onlining memory block at %#llx refused: being unplugged\n",
+					     start);
+			rc = NOTIFY_BAD;
+		}
+		break;
+	case MEM_CANCEL_OFFLINE:
+		if (!vm->hotplug_active)
+			break;
+		if (vm->mb_state[mb] == VMS_MB_FAKE_DROPPED) {
+			for (i = 0; i < nr; i++)
+				page_ref_inc(pfn_to_page(pfn + i));
+			adjust_managed_page_count(pfn_to_page(pfn), -(long)nr);
+			vm->mb_state[mb] = VMS_MB_FAKE;
+		}
+		vm->hotplug_active = false;
+		mutex_unlock(&vm->hotplug_mutex);
+		break;
+	case MEM_OFFLINE:
+	case MEM_ONLINE:
+	case MEM_CANCEL_ONLINE:
+		if (!vm->hotplug_active)
+			break;
+		vm->hotplug_active = false;
+		mutex_unlock(&vm->hotplug_mutex);
+		break;
+	}
+	return rc;
+}
+
+/* --- units ------------------------------------------------------------- */
+
+static void vms_set_unit(struct vms *vm, unsigned long id, u8 state)
+{
+	u8 old = vm->units[id];
+
+	if (old == VMS_UNIT_PLUGGED || old == VMS_UNIT_ADDED)
+		vm->plugged -= vm->unit_size;
+	if (old == VMS_UNIT_ADDED)
+		vm->added -= vm->unit_size;
+	if (state == VMS_UNIT_PLUGGED || state == VMS_UNIT_ADDED)
+		vm->plugged += vm->unit_size;
+	if (state == VMS_UNIT_ADDED)
+		vm->added += vm->unit_size;
+	vm->units[id] = state;
+}
+
+/* Add a PLUGGED unit to Linux and online it per online_type. */
+static int vms_add_unit(struct vms *vm, unsigned long id)
+{
+	u64 start = vms_unit_start(vm, id);
+	int rc;
+
+	/* Memory may be onlined inside the call: the notifier must agree. */
+	rc = add_memory_driver_managed(vm->mgid, start, vm->unit_size,
+				       VMS_RESOURCE_NAME,
+				       MHP_MERGE_RESOURCE | MHP_NID_IS_MGID);
+	if (rc) {
+		dev_warn_ratelimited(&vm->vdev->dev,
+				     "adding memory %#llx+%#llx failed: %d\n",
+				     start, vm->unit_size, rc);
+		return rc;
+	}
+	vms_set_unit(vm, id, VMS_UNIT_ADDED);
+	vm->nr_added++;
+	vms_online_unit(vm, id);
+	return 0;
+}
+
+/* PLUG an UNPLUGGED unit and add it; on add failure unplug it again. */
+static int vms_plug_unit(struct vms *vm, unsigned long id)
+{
+	u64 start = vms_unit_start(vm, id);
+	int rc;
+
+	rc = vms_change_range(vm, VIRTIO_MEM_REQ_PLUG, start, vm->unit_size);
+	if (rc)
+		return rc;
+	vms_set_unit(vm, id, VMS_UNIT_PLUGGED);
+	rc = vms_add_unit(vm, id);
+	if (rc && !vms_change_range(vm, VIRTIO_MEM_REQ_UNPLUG, start,
+				    vm->unit_size))
+		vms_set_unit(vm, id, VMS_UNIT_UNPLUGGED);
+	return rc;
+}
+
+/*
+ * Remove an ADDED unit from Linux: evacuate its online blocks with
+ * alloc_contig_range() first (bounded, unlike offlining, which retries
+ * migration forever in a kworker), then offline and remove it.
+ */
+static int vms_remove_unit(struct vms *vm, unsigned long id)
+{
+	unsigned long mb = id * vm->mbs_per_unit, i;
+	int rc = 0;
+
+	for (i = 0; i < vm->mbs_per_unit && !rc; i++)
+		rc = vms_fake_offline_mb(vm, mb + i);
+	if (!rc)
+		rc = offline_and_remove_memory(vms_unit_start(vm, id),
+					       vm->unit_size);
+	if (rc) {
+		for (i = 0; i < vm->mbs_per_unit; i++)
+			vms_fake_online_mb(vm, mb + i);
+		vm->nr_remove_failed++;
+		return rc;
+	}
+	mutex_lock(&vm->hotplug_mutex);
+	for (i = 0; i < vm->mbs_per_unit; i++)
+		vm->mb_state[mb + i] = VMS_MB_NORMAL;
+	mutex_unlock(&vm->hotplug_mutex);
+	vms_set_unit(vm, id, VMS_UNIT_PLUGGED);
+	vm->nr_removed++;
+	return 0;
+}
+
+static int vms_unplug_unit(struct vms *vm, unsigned long id)
+{
+	int rc;
+
+	if (vm->units[id] == VMS_UNIT_ADDED) {
+		rc = vms_remove_unit(vm, id);
+		if (rc)
+			return rc;
+	}
+	rc = vms_change_range(vm, VIRTIO_MEM_REQ_UNPLUG, vms_unit_start(vm, id),
+			      vm->unit_size);
+	if (!rc)
+		vms_set_unit(vm, id, VMS_UNIT_UNPLUGGED);
+	return rc;
+}
+
+/*
+ * Unplug preference, lower first: plugged-only units, units whose blocks
+ * are all offline, all-movable units, the rest. -1: not a candidate.
+ */
+static int vms_unplug_class(struct vms *vm, unsigned long id)
+{
+	unsigned long mb = id * vm->mbs_per_unit, i;
+	bool online = false, movable = true;
+
+	if (vm->units[id] == VMS_UNIT_PLUGGED)
+		return 0;
+	if (vm->units[id] != VMS_UNIT_ADDED)
+		return -1;
+	for (i = 0; i < vm->mbs_per_unit; i++) {
+		if (!vms_mb_online(vm, mb + i))
+			continue;
+		online = true;
+		if (!vms_mb_movable(vm, mb + i))
+			movable = false;
+	}
+	if (!online)
+		return 1;
+	return movable ? 2 : 3;
+}
+
+static long vms_pick_unplug(struct vms *vm, const unsigned long *tried)
+{
+	long best = -1;
+	int best_class = INT_MAX;
+	long id;
+
+	for (id = vm->nr_units - 1; id >= 0; id--) {
+		int c;
+
+		if (test_bit(id, tried))
+			continue;
+		c = vms_unplug_class(vm, id);
+		if (c >= 0 && c < best_class) {
+			best = id;
+			best_class = c;
+		}
+	}
+	return best;
+}
+
+static long vms_pick_plug(struct vms *vm)
+{
+	unsigned long id;
+
+	for (id = 0; id < vm->nr_usable; id++)
+		if (vm->units[id] == VMS_UNIT_UNPLUGGED)
+			return id;
+	return -1;
+}
+
+static void vms_report_shortfall(struct vms *vm, u64 bytes, int err)
+{
+	if (bytes == vm->short_bytes && err == vm->short_err)
+		return;
+	vm->short_bytes = bytes;
+	vm->short_err = err;
+	if (bytes)
+		dev_info(&vm->vdev->dev,
+			 "could not unplug %llu MiB (plugged %llu MiB, goal %llu MiB): error %d; retrying\n",
+			 bytes >> 20, vm->plugged >> 20,
+			 (vm->plugged - bytes) >> 20, err);
+	else
+		dev_info(&vm->vdev->dev, "unplug shortfall resolved\n");
+}
+
+/*
+ * Move the plugged size towards the goal one unit at a time, re-reading the
+ * goal after each step. 0 when the goal is reached (or no more room),
+ * -EAGAIN when the config changed, another -errno to retry later.
+ */
+static int vms_reconcile(struct vms *vm, unsigned long *tried)
+{
+	int first_err = 0;
+	u64 t0 = ktime_get_ns();
+	bool grew = false, shrank = false;
+	unsigned long id;
+	int rc;
+
+	bitmap_zero(tried, vm->nr_units);
+
+	/* Leftovers: plugged at the device but not added. */
+	for (id = 0; id < vm->nr_units; id++) {
+		if (vm->units[id] != VMS_UNIT_PLUGGED)
+			continue;
+		if (id >= vm->nr_usable || vm->plugged > vms_goal(vm) ||
+		    vms_add_unit(vm, id)) {
+			rc = vms_unplug_unit(vm, id);
+			if (rc)
+				return rc;
+		}
+	}
+
+	for (;;) {
+		u64 goal;
+		long pick;
+
+		if (atomic_read(&vm->config_changed))
+			return -EAGAIN;
+		goal = vms_goal(vm);
+		if (vm->plugged + vm->unit_size <= goal) {
+			pick = vms_pick_plug(vm);
+			if (pick < 0)
+				break;	/* no room left */
+			rc = vms_plug_unit(vm, pick);
+			if (rc)
+				return rc;
+			grew = true;
+			continue;
+		}
+		if (vm->plugged <= goal)
+			break;
+		pick = vms_pick_unplug(vm, tried);
+		if (pick < 0) {
+			vms_report_shortfall(vm, vm->plugged - goal,
+					     first_err ?: -EBUSY);
+			return first_err ?: -EBUSY;
+		}
+		set_bit(pick, tried);
+		rc = vms_unplug_unit(vm, pick);
+		if (rc && !first_err)
+			first_err = rc;
+		if (!rc)
+			shrank = true;
+	}
+	vms_report_shortfall(vm, 0, 0);
+	if (grew)
+		vm->last_grow_ns = ktime_get_ns() - t0;
+	if (shrank)
+		vm->last_shrink_ns = ktime_get_ns() - t0;
+	return 0;
+}
+
+/*
+ * Memory plugged before we bound: if none of it is present in Linux, drop
+ * it all with UNPLUG_ALL; otherwise adopt it unit by unit.
+ */
+static int vms_startup(struct vms *vm)
+{
+	unsigned long id, mb, i;
+	bool present_any = false;
+	int rc;
+
+	if (!vm->dev_plugged_size)
+		return 0;
+	for (mb = 0; mb < vm->nr_units * vm->mbs_per_unit; mb++)
+		if (pfn_valid(vms_mb_pfn(vm, mb)))
+			present_any = true;
+	if (!present_any) {
+		dev_info(&vm->vdev->dev,
+			 "%llu bytes plugged but unused at bind: UNPLUG_ALL\n",
+			 vm->dev_plugged_size);
+		rc = vms_unplug_all(vm);
+		/* The usable region may have shrunk: re-read it. */
+		atomic_set(&vm->config_changed, 1);
+		return rc;
+	}
+
+	for (id = 0; id < vm->nr_units; id++) {
+		u64 start = vms_unit_start(vm, id);
+		bool present = false;
+
+		for (i = 0; i < vm->mbs_per_unit; i++)
+			if (pfn_valid(vms_mb_pfn(vm, id * vm->mbs_per_unit + i)))
+				present = true;
+		rc = vms_state(vm, start, vm->unit_size);
+		if (rc < 0)
+			return rc;
+		if (rc == VIRTIO_MEM_STATE_PLUGGED) {
+			vms_set_unit(vm, id, present ? VMS_UNIT_ADDED :
+						       VMS_UNIT_PLUGGED);
+			if (present)
+				dev_info(&vm->vdev->dev,
+					 "adopted plugged memory %#llx+%#llx\n",
+					 start, vm->unit_size);
+		} else if (present) {
+			vms_set_unit(vm, id, VMS_UNIT_FOREIGN);
+			dev_warn(&vm->vdev->dev,
+				 "memory %#llx+%#llx is in use but not fully plugged: left alone\n",
+				 start, vm->unit_size);
+		} else if (rc == VIRTIO_MEM_STATE_MIXED) {
+			u64 a;
+
+			/* Unused and partially plugged: unplug block-wise. */
+			for (a = start; a < start + vm->unit_size;
+			     a += vm->block_size) {
+				rc = vms_state(vm, a, vm->block_size);
+				if (rc == VIRTIO_MEM_STATE_PLUGGED)
+					rc = vms_change_range(vm, VIRTIO_MEM_REQ_UNPLUG,
+							      a, vm->block_size);
+				if (rc < 0)
+					return rc;
+			}
+		}
+	}
+	return 0;
+}
+
+static void vms_queue(struct vms *vm, unsigned long delay)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&vm->state_lock, flags);
+	if (!vm->removing)
+		mod_delayed_work(system_freezable_wq, &vm->work, delay);
+	spin_unlock_irqrestore(&vm->state_lock, flags);
+}
+
+static void vms_work_fn(struct work_struct *work)
+{
+	struct vms *vm = container_of(to_delayed_work(work), struct vms, work);
+	unsigned long *tried;
+	int rc = 0;
+
+	tried = bitmap_zalloc(vm->nr_units, GFP_KERNEL);
+	mutex_lock(&vm->lock);
+	if (vm->broken || !tried) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	do {
+		if (atomic_xchg(&vm->config_changed, 0))
+			vms_refresh_config(vm);
+		if (!vm->started) {
+			rc = vms_startup(vm);
+			if (rc)
+				break;
+			vm->started = true;
+			continue;
+		}
+		rc = vms_reconcile(vm, tried);
+	} while (rc == -EAGAIN);
+out:
+	vm->last_err = rc;
+	if (rc) {
+		vm->retry_ms = clamp(vm->retry_ms * 2, VMS_RETRY_MIN_MS,
+				     VMS_RETRY_MAX_MS);
+		vms_queue(vm, msecs_to_jiffies(vm->retry_ms));
+	} else {
+		vm->retry_ms = 0;
+	}
+	mutex_unlock(&vm->lock);
+	bitmap_free(tried);
+}
+
+static void vms_config_changed(struct virtio_device *vdev)
+{
+	struct vms *vm = vdev->priv;
+
+	atomic_set(&vm->config_changed, 1);
+	vms_queue(vm, 0);
+}
+
+/* --- sysfs ------------------------------------------------------------- */
+
+static struct vms *dev_to_vms(struct device *dev)
+{
+	return dev_to_virtio(dev)->priv;
+}
+
+static ssize_t plugged_size_show(struct device *dev,
+				 struct device_attribute *attr, char *buf)
+{
+	u64 v;
+
+	virtio_cread_le(dev_to_virtio(dev), struct virtio_mem_config,
+			plugged_size, &v);
+	return sysfs_emit(buf, "%llu\n", v);
+}
+static DEVICE_ATTR_RO(plugged_size);
+
+static ssize_t requested_size_show(struct device *dev,
+				   struct device_attribute *attr, char *buf)
+{
+	u64 v;
+
+	virtio_cread_le(dev_to_virtio(dev), struct virtio_mem_config,
+			requested_size, &v);
+	return sysfs_emit(buf, "%llu\n", v);
+}
+static DEVICE_ATTR_RO(requested_size);
+
+static ssize_t block_size_show(struct device *dev,
+			       struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%llu\n", dev_to_vms(dev)->block_size);
+}
+static DEVICE_ATTR_RO(block_size);
+
+static ssize_t unit_size_show(struct device *dev,
+			      struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%llu\n", dev_to_vms(dev)->unit_size);
+}
+static DEVICE_ATTR_RO(unit_size);
+
+static ssize_t region_show(struct device *dev, struct device_attribute *attr,
+			   char *buf)
+{
+	struct vms *vm = dev_to_vms(dev);
+	u64 usable;
+
+	virtio_cread_le(vm->vdev, struct virtio_mem_config, usable_region_size,
+			&usable);
+	return sysfs_emit(buf, "%#llx %#llx %#llx\n", vm->addr, vm->region_size,
+			  usable);
+}
+static DEVICE_ATTR_RO(region);
+
+static ssize_t unplug_shortfall_show(struct device *dev,
+				     struct device_attribute *attr, char *buf)
+{
+	struct vms *vm = dev_to_vms(dev);
+
+	return sysfs_emit(buf, "%llu %d\n", READ_ONCE(vm->short_bytes),
+			  READ_ONCE(vm->short_err));
+}
+static DEVICE_ATTR_RO(unplug_shortfall);
+
+static ssize_t target_size_show(struct device *dev,
+				struct device_attribute *attr, char *buf)
+{
+	struct vms *vm = dev_to_vms(dev);
+	unsigned long flags;
+	bool guest;
+	u64 t;
+
+	spin_lock_irqsave(&vm->state_lock, flags);
+	guest = vm->guest_target_set;
+	t = guest ? vm->guest_target : READ_ONCE(vm->requested_size);
+	spin_unlock_irqrestore(&vm->state_lock, flags);
+	return sysfs_emit(buf, "%llu %s\n", t, guest ? "guest" : "host");
+}
+
+/*
+ * "host" follows the host again; otherwise a size (memparse suffixes K, M,
+ * G allowed) that is a multiple of unit_size, inside the usable region and
+ * not above requested_size (the device refuses to plug beyond it).
+ */
+static ssize_t target_size_store(struct device *dev,
+				 struct device_attribute *attr,
+				 const char *buf, size_t count)
+{
+	struct vms *vm = dev_to_vms(dev);
+	unsigned long flags;
+	char *end;
+	u64 t, cap;
+
+	if (sysfs_streq(buf, "host")) {
+		spin_lock_irqsave(&vm->state_lock, flags);
+		vm->guest_target_set = false;
+		spin_unlock_irqrestore(&vm->state_lock, flags);
+		vms_queue(vm, 0);
+		return count;
+	}
+	if (!isdigit(buf[0]))
+		return -EINVAL;
+	t = memparse(buf, &end);
+	if (*end == '\n')
+		end++;
+	if (*end)
+		return -EINVAL;
+	if (!IS_ALIGNED(t, vm->unit_size))
+		return -EINVAL;
+	cap = (u64)READ_ONCE(vm->nr_usable) * vm->unit_size;
+	if (t > cap || t > READ_ONCE(vm->requested_size))
+		return -ERANGE;
+	spin_lock_irqsave(&vm->state_lock, flags);
+	vm->guest_target = t;
+	vm->guest_target_set = true;
+	spin_unlock_irqrestore(&vm->state_lock, flags);
+	vms_queue(vm, 0);
+	return count;
+}
+static DEVICE_ATTR_RW(target_size);
+
+static struct attribute *vms_attrs[] = {
+	&dev_attr_plugged_size.attr,
+	&dev_attr_requested_size.attr,
+	&dev_attr_block_size.attr,
+	&dev_attr_unit_size.attr,
+	&dev_attr_region.attr,
+	&dev_attr_target_size.attr,
+	&dev_attr_unplug_shortfall.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(vms);
+
+/* --- debugfs ----------------------------------------------------------- */
+
+static int vms_blocks_show(struct seq_file *m, void *unused)
+{
+	struct vms *vm = m->private;
+	unsigned long id, i;
+
+	if (mutex_lock_interruptible(&vm->lock))
+		return -EINTR;
+	seq_puts(m, "# unit memory_block phys_start unit_state online zone fake\n");
+	for (id = 0; id < vm->nr_units; id++) {
+		for (i = 0; i < vm->mbs_per_unit; i++) {
+			unsigned long mb = id * vm->mbs_per_unit + i;
+			unsigned long pfn = vms_mb_pfn(vm, mb);
+			struct page *page = pfn_to_online_page(pfn);
+
+			seq_printf(m, "%lu %llu %#llx %s%s %s %s %s\n", id,
+				   div64_u64(PFN_PHYS(pfn), vm->mb_size),
+				   (u64)PFN_PHYS(pfn), vms_unit_names[vm->units[id]],
+				   id < vm->nr_usable ? "" : "(unusable)",
+				   page ? "online" : "offline",
+				   page ? page_zone(page)->name : "-",
+				   vms_mb_names[READ_ONCE(vm->mb_state[mb])]);
+		}
+	}
+	mutex_unlock(&vm->lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(vms_blocks);
+
+static int vms_stats_show(struct seq_file *m, void *unused)
+{
+	struct vms *vm = m->private;
+
+	if (mutex_lock_interruptible(&vm->lock))
+		return -EINTR;
+	seq_printf(m, "plugged %llu\nadded %llu\ndevice_plugged %llu\n",
+		   vm->plugged, vm->added, vm->dev_plugged_size);
+	seq_printf(m, "requested %llu\ngoal %llu\nusable_units %lu\nunits %lu\n",
+		   vm->requested_size, vms_goal(vm), vm->nr_usable, vm->nr_units);
+	seq_printf(m, "plug_requests %lu\nunplug_requests %lu\nstate_requests %lu\n",
+		   vm->nr_plug_req, vm->nr_unplug_req, vm->nr_state_req);
+	seq_printf(m, "busy %lu\nnack %lu\nerror %lu\n", vm->nr_busy,
+		   vm->nr_nack, vm->nr_error);
+	seq_printf(m, "units_added %lu\nunits_removed %lu\nremove_failed %lu\n",
+		   vm->nr_added, vm->nr_removed, vm->nr_remove_failed);
+	seq_printf(m, "last_error %d\nretry_ms %u\nlast_grow_ns %llu\nlast_shrink_ns %llu\n",
+		   vm->last_err, vm->retry_ms, vm->last_grow_ns,
+		   vm->last_shrink_ns);
+	mutex_unlock(&vm->lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(vms_stats);
+
+/* --- probe / remove ---------------------------------------------------- */
+
+static int vms_read_config(struct vms *vm)
+{
+	struct virtio_device *vdev = vm->vdev;
+	struct range pluggable;
+	u64 end;
+	u16 node_id;
+
+	virtio_cread_le(vdev, struct virtio_mem_config, block_size,
+			&vm->block_size);
+	virtio_cread_le(vdev, struct virtio_mem_config, node_id, &node_id);
+	virtio_cread_le(vdev, struct virtio_mem_config, addr, &vm->addr);
+	virtio_cread_le(vdev, struct virtio_mem_config, region_size,
+			&vm->region_size);
+	virtio_cread_le(vdev, struct virtio_mem_config, usable_region_size,
+			&vm->usable_region_size);
+	virtio_cread_le(vdev, struct virtio_mem_config, plugged_size,
+			&vm->dev_plugged_size);
+	virtio_cread_le(vdev, struct virtio_mem_config, requested_size,
+			&vm->requested_size);
+
+	if (!is_power_of_2(vm->block_size) || vm->block_size < PAGE_SIZE ||
+	    !IS_ALIGNED(vm->addr, vm->block_size)) {
+		dev_err(&vdev->dev, "bad block size %#llx or address %#llx\n",
+			vm->block_size, vm->addr);
+		return -EINVAL;
+	}
+
+	vm->nid = NUMA_NO_NODE;
+#if defined(CONFIG_ACPI_NUMA)
+	if (virtio_has_feature(vdev, VIRTIO_MEM_F_ACPI_PXM))
+		vm->nid = pxm_to_node(node_id);
+#endif
+	if (vm->nid == NUMA_NO_NODE)
+		vm->nid = memory_add_physaddr_to_nid(vm->addr);
+
+	vm->mb_size = memory_block_size_bytes();
+	vm->unit_size = max_t(u64, vm->block_size, vm->mb_size);
+	vm->mbs_per_unit = div64_u64(vm->unit_size, vm->mb_size);
+	pluggable = mhp_get_pluggable_range(true);
+	vm->base = ALIGN(max_t(u64, vm->addr, pluggable.start), vm->unit_size);
+	end = min_t(u64, vm->addr + vm->region_size, pluggable.end + 1);
+	end = round_down(end, vm->unit_size);
+	if (end <= vm->base) {
+		dev_err(&vdev->dev, "region %#llx+%#llx holds no %#llx unit\n",
+			vm->addr, vm->region_size, vm->unit_size);
+		return -EINVAL;
+	}
+	vm->nr_units = div64_u64(end - vm->base, vm->unit_size);
+	vms_update_usable(vm);
+	return 0;
+}
+
+/*
+ * The parent resource covers the whole region, like upstream's: it keeps
+ * other users out, and our System RAM children nest in it. It is busy
+ * only while being requested. A parent left behind by an earlier instance
+ * (memory still added) makes the request nest or fail: we go on without.
+ */
+static void vms_request_parent(struct vms *vm)
+{
+	vm->parent_name = kstrdup(dev_name(&vm->vdev->dev), GFP_KERNEL);
+	if (!vm->parent_name)
+		return;
+	vm->parent = __request_mem_region(vm->addr, vm->region_size,
+					  vm->parent_name,
+					  IORESOURCE_SYSTEM_RAM |
+					  IORESOURCE_EXCLUSIVE);
+	if (!vm->parent) {
+		dev_info(&vm->vdev->dev,
+			 "region %#llx+%#llx already claimed: no parent resource\n",
+			 vm->addr, vm->region_size);
+		kfree(vm->parent_name);
+		vm->parent_name = NULL;
+		return;
+	}
+	vm->parent->flags &= ~IORESOURCE_BUSY;
+}
+
+static void vms_release_parent(struct vms *vm)
+{
+	if (!vm->parent)
+		return;
+	release_resource(vm->parent);
+	kfree(vm->parent);
+	kfree(vm->parent_name);
+	vm->parent = NULL;
+	vm->parent_name = NULL;
+}
+
+static void vms_free(struct vms *vm)
+{
+	kfree(vm->units);
+	kfree(vm->mb_state);
+	kfree(vm);
+}
+
+static int vms_probe(struct virtio_device *vdev)
+{
+	struct vms *vm;
+	int rc;
+
+	BUILD_BUG_ON(sizeof(struct virtio_mem_req) != 24);
+	BUILD_BUG_ON(sizeof(struct virtio_mem_resp) != 10);
+
+	if (!vdev->config->get) {
+		dev_err(&vdev->dev, "config access disabled\n");
+		return -EINVAL;
+	}
+	vm = kzalloc(sizeof(*vm), GFP_KERNEL);
+	if (!vm)
+		return -ENOMEM;
+	vm->vdev = vdev;
+	vdev->priv = vm;
+	init_waitqueue_head(&vm->host_resp);
+	mutex_init(&vm->lock);
+	mutex_init(&vm->hotplug_mutex);
+	spin_lock_init(&vm->state_lock);
+	INIT_DELAYED_WORK(&vm->work, vms_work_fn);
+	vm->memory_nb.notifier_call = vms_memory_notify;
+	vm->mgid = -1;
+
+	rc = vms_read_config(vm);
+	if (rc)
+		goto err_free;
+	vm->units = kcalloc(vm->nr_units, 1, GFP_KERNEL);
+	vm->mb_state = kcalloc(vm->nr_units * vm->mbs_per_unit, 1, GFP_KERNEL);
+	if (!vm->units || !vm->mb_state) {
+		rc = -ENOMEM;
+		goto err_free;
+	}
+
+	vm->vq = virtio_find_single_vq(vdev, vms_vq_done, "guest-request");
+	if (IS_ERR(vm->vq)) {
+		rc = PTR_ERR(vm->vq);
+		goto err_free;
+	}
+
+	vms_request_parent(vm);
+	rc = memory_group_register_dynamic(vm->nid,
+					   PHYS_PFN(vm->unit_size));
+	if (rc < 0)
+		goto err_parent;
+	vm->mgid = rc;
+	rc = register_memory_notifier(&vm->memory_nb);
+	if (rc)
+		goto err_group;
+
+	vm->dbg = debugfs_create_dir(dev_name(&vdev->dev), vms_debugfs_root);
+	debugfs_create_file("blocks", 0400, vm->dbg, vm, &vms_blocks_fops);
+	debugfs_create_file("stats", 0400, vm->dbg, vm, &vms_stats_fops);
+
+	dev_info(&vdev->dev,
+		 "region %#llx+%#llx block %#llx unit %#llx node %d: %lu units, %lu usable, requested %llu plugged %llu\n",
+		 vm->addr, vm->region_size, vm->block_size, vm->unit_size,
+		 vm->nid, vm->nr_units, vm->nr_usable, vm->requested_size,
+		 vm->dev_plugged_size);
+
+	virtio_device_ready(vdev);
+	/* Startup scan, then follow requested_size. */
+	vms_queue(vm, 0);
+	return 0;
+
+err_group:
+	memory_group_unregister(vm->mgid);
+err_parent:
+	vms_release_parent(vm);
+	vdev->config->del_vqs(vdev);
+err_free:
+	vdev->priv = NULL;
+	vms_free(vm);
+	return rc;
+}
+
+static void vms_remove(struct virtio_device *vdev)
+{
+	struct vms *vm = vdev->priv;
+	unsigned long flags, id;
+	int rc = 0;
+
+	spin_lock_irqsave(&vm->state_lock, flags);
+	vm->removing = true;
+	spin_unlock_irqrestore(&vm->state_lock, flags);
+	cancel_delayed_work_sync(&vm->work);
+	debugfs_remove_recursive(vm->dbg);
+
+	/* Unplug everything that can go; report what cannot. */
+	mutex_lock(&vm->lock);
+	for (id = 0; id < vm->nr_units; id++) {
+		int err;
+
+		if (vm->units[id] != VMS_UNIT_ADDED &&
+		    vm->units[id] != VMS_UNIT_PLUGGED)
+			continue;
+		err = vms_unplug_unit(vm, id);
+		if (err && !rc)
+			rc = err;
+	}
+	if (vm->plugged)
+		dev_warn(&vdev->dev,
+			 "%llu MiB could not be unplugged at removal (error %d): %llu MiB stay as System RAM and are adopted at the next bind\n",
+			 vm->plugged >> 20, rc, vm->added >> 20);
+	mutex_unlock(&vm->lock);
+
+	unregister_memory_notifier(&vm->memory_nb);
+	/* Blocks left behind keep their group and nest in the parent. */
+	if (!vm->added) {
+		memory_group_unregister(vm->mgid);
+		vms_release_parent(vm);
+	}
+	virtio_reset_device(vdev);
+	vdev->config->del_vqs(vdev);
+	vdev->priv = NULL;
+	vms_free(vm);
+}
+
+#ifdef CONFIG_PM_SLEEP
+static int vms_freeze(struct virtio_device *vdev)
+{
+	/* Plugged memory cannot survive a device reset safely. */
+	dev_err(&vdev->dev, "suspend/hibernation not supported\n");
+	return -EPERM;
+}
+
+static int vms_restore(struct virtio_device *vdev)
+{
+	return -EPERM;
+}
+#endif
+
+static unsigned int vms_features[] = {
+#if defined(CONFIG_NUMA) && defined(CONFIG_ACPI_NUMA)
+	VIRTIO_MEM_F_ACPI_PXM,
+#endif
+	VIRTIO_MEM_F_UNPLUGGED_INACCESSIBLE,
+};
+
+static const struct virtio_device_id vms_id_table[] = {
+	{ VIRTIO_ID_MEM, VIRTIO_DEV_ANY_ID },
+	{ 0 },
+};
+
+static struct virtio_driver vms_driver = {
+	.feature_table = vms_features,
+	.feature_table_size = ARRAY_SIZE(vms_features),
+	.driver.name = KBUILD_MODNAME,
+	.driver.owner = THIS_MODULE,
+	.driver.dev_groups = vms_groups,
+	.id_table = vms_id_table,
+	.probe = vms_probe,
+	.remove = vms_remove,
+	.config_changed = vms_config_changed,
+#ifdef CONFIG_PM_SLEEP
+	.freeze = vms_freeze,
+	.restore = vms_restore,
+#endif
+};
+
+static int __init vms_init(void)
+{
+	int rc;
+
+	vms_debugfs_root = debugfs_create_dir(KBUILD_MODNAME, NULL);
+	rc = register_virtio_driver(&vms_driver);
+	if (rc)
+		debugfs_remove_recursive(vms_debugfs_root);
+	return rc;
+}
+
+static void __exit vms_exit(void)
+{
+	unregister_virtio_driver(&vms_driver);
+	debugfs_remove_recursive(vms_debugfs_root);
+}
+
+module_init(vms_init);
+module_exit(vms_exit);
+
+/* No MODULE_DEVICE_TABLE: never autoload instead of upstream virtio_mem. */
+MODULE_DESCRIPTION("memhp-lab virtio-mem driver with guest-side controls");
+MODULE_LICENSE("GPL");
