@@ -1,0 +1,665 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * buddy_split: the OLS 2005 "Hotplug Memory Redux" allocator (a bitmap-free
+ * buddy with free areas split by reclaim type, global HOTPLUG/PINNED lists
+ * and a run-time fallback policy) over an arena of real page frames.
+ *
+ * At load the module takes nr_sections naturally aligned chunks of
+ * section_mb MiB from the kernel with alloc_contig_range() (ZONE_MOVABLE
+ * first, then ZONE_NORMAL, then ZONE_DMA32, highest pfns first); slots
+ * 0..pinned_sections-1 are "pinned" (non-removable), the others "hotplug".
+ * buddy_core.c manages the frames with its own descriptors per section; the
+ * frames stay allocated to this module until unload, which always returns
+ * every one of them (removing a section only takes it out of the allocator).
+ *
+ *   /dev/buddy_split                 ioctls, <linux/buddy_split.h>
+ *   /sys/class/misc/buddy_split/     policy, mode, kreclaim_home (rw), geometry (ro)
+ *   /sys/kernel/debug/buddy_split/   sections, free_lists, stats, check
+ *
+ * Locking: buddy_split_lock (a mutex) serialises every access to the arena,
+ * from ioctls, sysfs and debugfs; long operations (WORKLOAD, BENCH) hold it
+ * and reschedule every 1024 steps, stopping on a fatal signal.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/module.h>
+#include <linux/miscdevice.h>
+#include <linux/fs.h>
+#include <linux/uaccess.h>
+#include <linux/mutex.h>
+#include <linux/mm.h>
+#include <linux/gfp.h>
+#include <linux/mmzone.h>
+#include <linux/nodemask.h>
+#include <linux/memory_hotplug.h>
+#include <linux/debugfs.h>
+#include <linux/seq_file.h>
+#include <linux/ktime.h>
+#include <linux/sched/signal.h>
+#include <linux/buddy_split.h>
+
+#include "buddy_core.h"
+
+static_assert(BUDDY_SPLIT_MAX_ORDER == BS_MAX_ORDER);
+static_assert(BUDDY_SPLIT_NR_TYPES == BS_NR_TYPES);
+static_assert(BUDDY_SPLIT_KERNEL_NONRECLAIMABLE == BS_KERNEL_NONRECLAIMABLE);
+static_assert(BUDDY_SPLIT_MODE_BITMAP == BS_MODE_BITMAP);
+static_assert(BUDDY_SPLIT_POLICY_FALLBACK == BS_POLICY_FALLBACK);
+
+static unsigned int nr_sections = 16;
+module_param(nr_sections, uint, 0444);
+MODULE_PARM_DESC(nr_sections, "Arena sections taken from the kernel (1..256, default 16)");
+
+static unsigned int section_mb = 32;
+module_param(section_mb, uint, 0444);
+MODULE_PARM_DESC(section_mb, "Section size in MiB, a power of two, 4..1024 (default 32)");
+
+static unsigned int pinned_sections = 4;
+module_param(pinned_sections, uint, 0444);
+MODULE_PARM_DESC(pinned_sections, "Slots 0..N-1 are pinned, the rest hotplug (default 4)");
+
+static DEFINE_MUTEX(buddy_split_lock);
+static struct bs_arena *arena;		/* protected by buddy_split_lock */
+static unsigned long *chunk_pfn;	/* base pfn of each slot's frames */
+static struct dentry *debug_dir;
+
+static unsigned long section_pages(void)
+{
+	return bs_section_pages(arena);
+}
+
+/* May [pfn, pfn + n) of @zone be asked of alloc_contig_range()? */
+static bool chunk_usable(struct zone *zone, unsigned long pfn,
+			 unsigned long n)
+{
+	unsigned long i;
+
+	for (i = 0; i < n; i += pageblock_nr_pages) {
+		struct page *page = pfn_to_online_page(pfn + i);
+
+		if (!page || page_zone(page) != zone || PageReserved(page) ||
+		    PageHuge(page))
+			return false;
+	}
+	return true;
+}
+
+/* Take one aligned chunk of @n pages from the kernel; its pfn or 0. */
+static unsigned long take_chunk(unsigned long n)
+{
+	static const enum zone_type order[] = {
+		ZONE_MOVABLE, ZONE_NORMAL, ZONE_DMA32,
+	};
+	unsigned int i;
+	int nid;
+
+	for (i = 0; i < ARRAY_SIZE(order); i++) {
+		for_each_online_node(nid) {
+			struct zone *zone = &NODE_DATA(nid)->node_zones[order[i]];
+			unsigned long start, pfn;
+
+			if (!populated_zone(zone))
+				continue;
+			start = ALIGN(zone->zone_start_pfn, n);
+			pfn = ALIGN_DOWN(zone_end_pfn(zone), n);
+			while (pfn >= start + n) {
+				pfn -= n;
+				if (fatal_signal_pending(current))
+					return 0;
+				if (!chunk_usable(zone, pfn, n))
+					continue;
+				if (!alloc_contig_range(pfn, pfn + n,
+							MIGRATE_MOVABLE,
+							GFP_KERNEL | __GFP_NOWARN))
+					return pfn;
+				cond_resched();
+			}
+		}
+	}
+	return 0;
+}
+
+static void release_chunks(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < nr_sections; i++) {
+		if (chunk_pfn[i])
+			free_contig_range(chunk_pfn[i], section_pages());
+		chunk_pfn[i] = 0;
+	}
+}
+
+static int tick(void *arg)
+{
+	cond_resched();
+	return fatal_signal_pending(current);
+}
+
+static long do_alloc(void __user *uarg)
+{
+	struct buddy_split_alloc a;
+	unsigned long pfn;
+	int ret;
+
+	if (copy_from_user(&a, uarg, sizeof(a)))
+		return -EFAULT;
+	if (a.type >= BS_NR_TYPES || a.order >= BS_MAX_ORDER)
+		return -EINVAL;
+	ret = bs_alloc(arena, a.type, a.order, &pfn);
+	if (ret)
+		return ret;
+	a.pfn = pfn;
+	if (copy_to_user(uarg, &a, sizeof(a))) {
+		bs_free(arena, pfn);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+static long do_free(void __user *uarg)
+{
+	struct buddy_split_free f;
+
+	if (copy_from_user(&f, uarg, sizeof(f)))
+		return -EFAULT;
+	return bs_free(arena, f.pfn);
+}
+
+static long do_workload(void __user *uarg)
+{
+	struct buddy_split_workload u;
+	struct bs_workload_result res;
+	struct bs_workload w;
+	u64 t0;
+	int ret, t;
+
+	if (copy_from_user(&u, uarg, sizeof(u)))
+		return -EFAULT;
+	w.seed = u.seed;
+	w.ops = u.ops;
+	w.max_order = u.max_order;
+	for (t = 0; t < BS_NR_TYPES; t++) {
+		w.mix[t] = u.mix[t];
+		w.lifetime[t] = u.lifetime[t];
+	}
+	ret = bs_workload_valid(&w);
+	if (ret)
+		return ret;
+	t0 = ktime_get_ns();
+	ret = bs_workload_run(arena, &w, &res, tick, NULL);
+	u.ns = ktime_get_ns() - t0;
+	if (ret)
+		return ret;
+	for (t = 0; t < BS_NR_TYPES; t++) {
+		u.allocs[t] = res.allocs[t];
+		u.fails[t] = res.fails[t];
+		u.live_pages[t] = res.live_pages[t];
+	}
+	u.frees = res.frees;
+	return copy_to_user(uarg, &u, sizeof(u)) ? -EFAULT : 0;
+}
+
+static long do_section(void __user *uarg, bool add)
+{
+	struct buddy_split_section s;
+	int ret, blocker = -1;
+	u64 t0;
+
+	if (copy_from_user(&s, uarg, sizeof(s)))
+		return -EFAULT;
+	if (s.reserved || s.nr >= nr_sections ||
+	    (s.flags & ~BUDDY_SPLIT_SECTION_DRY_RUN) ||
+	    (add && s.flags))
+		return -EINVAL;
+	t0 = ktime_get_ns();
+	if (add)
+		ret = bs_section_add(arena, s.nr, chunk_pfn[s.nr],
+				     s.nr >= pinned_sections);
+	else if (s.flags & BUDDY_SPLIT_SECTION_DRY_RUN)
+		ret = bs_section_check(arena, s.nr, &blocker);
+	else
+		ret = bs_section_remove(arena, s.nr, &blocker);
+	s.ns = ktime_get_ns() - t0;
+	s.blocker = blocker;
+	if (ret && ret != -EBUSY)
+		return ret;
+	if (copy_to_user(uarg, &s, sizeof(s)))
+		return -EFAULT;
+	return ret;
+}
+
+static long do_reset(void __user *uarg)
+{
+	struct buddy_split_reset r;
+
+	if (copy_from_user(&r, uarg, sizeof(r)))
+		return -EFAULT;
+	if (r.reserved || r.mode >= BS_NR_MODES)
+		return -EINVAL;
+	return bs_arena_reset(arena, r.mode);
+}
+
+static int bench_kernel(struct buddy_split_bench *b)
+{
+	struct page **pages;
+	u64 seed = b->seed, t0;
+	unsigned long i, got;
+
+	if ((b->count << b->order) > totalram_pages() / 4)
+		return -EINVAL;
+	pages = kvmalloc_array(b->count, sizeof(*pages), GFP_KERNEL);
+	if (!pages)
+		return -ENOMEM;
+	t0 = ktime_get_ns();
+	for (got = 0; got < b->count; got++) {
+		pages[got] = alloc_pages(GFP_KERNEL | __GFP_NOWARN, b->order);
+		if (!pages[got])
+			break;
+	}
+	b->alloc_ns = ktime_get_ns() - t0;
+	for (i = got; i > 1; i--)
+		swap(pages[i - 1], pages[bs_rand_below(&seed, i)]);
+	t0 = ktime_get_ns();
+	for (i = 0; i < got; i++)
+		__free_pages(pages[i], b->order);
+	b->free_ns = ktime_get_ns() - t0;
+	b->done = got;
+	kvfree(pages);
+	return 0;
+}
+
+/* The arena side mirrors bs_bench() with the two phases timed apart. */
+static int bench_arena(struct buddy_split_bench *b)
+{
+	unsigned long *pfns, i, got;
+	u64 seed = b->seed, t0;
+
+	if (b->type >= BS_NR_TYPES)
+		return -EINVAL;
+	pfns = kvmalloc_array(b->count, sizeof(*pfns), GFP_KERNEL);
+	if (!pfns)
+		return -ENOMEM;
+	t0 = ktime_get_ns();
+	for (got = 0; got < b->count; got++)
+		if (bs_alloc(arena, b->type, b->order, &pfns[got]))
+			break;
+	b->alloc_ns = ktime_get_ns() - t0;
+	for (i = got; i > 1; i--)
+		swap(pfns[i - 1], pfns[bs_rand_below(&seed, i)]);
+	t0 = ktime_get_ns();
+	for (i = 0; i < got; i++)
+		bs_free(arena, pfns[i]);
+	b->free_ns = ktime_get_ns() - t0;
+	b->done = got;
+	kvfree(pfns);
+	return 0;
+}
+
+static long do_bench(void __user *uarg)
+{
+	struct buddy_split_bench b;
+	int ret;
+
+	if (copy_from_user(&b, uarg, sizeof(b)))
+		return -EFAULT;
+	if (b.reserved || b.target > BUDDY_SPLIT_BENCH_KERNEL ||
+	    b.order >= BS_MAX_ORDER || !b.count || b.count > (1 << 20))
+		return -EINVAL;
+	if (b.target == BUDDY_SPLIT_BENCH_KERNEL)
+		ret = bench_kernel(&b);
+	else
+		ret = bench_arena(&b);
+	if (ret)
+		return ret;
+	return copy_to_user(uarg, &b, sizeof(b)) ? -EFAULT : 0;
+}
+
+static long do_info(void __user *uarg)
+{
+	struct buddy_split_info i = {};
+	size_t maps;
+
+	i.nr_sections = nr_sections;
+	i.nr_online = arena->nr_sorted;
+	i.section_shift = arena->section_shift;
+	i.mode = arena->mode;
+	i.policy = arena->policy;
+	i.pinned_sections = min(pinned_sections, nr_sections);
+	i.online_pages = bs_online_pages(arena);
+	i.free_pages = bs_free_pages(arena);
+	i.meta_bytes = bs_metadata_bytes(arena, &maps);
+	i.bitmap_bytes = maps;
+	i.bitmap_reallocs = arena->stats.bitmap_reallocs;
+	i.reclaimed_pages = arena->stats.reclaimed_pages;
+	return copy_to_user(uarg, &i, sizeof(i)) ? -EFAULT : 0;
+}
+
+static long do_check(void)
+{
+	char msg[160];
+	int ret = bs_check(arena, msg, sizeof(msg));
+
+	if (ret)
+		pr_err("invariant check failed: %s\n", msg);
+	return ret;
+}
+
+static long buddy_split_ioctl(struct file *file, unsigned int cmd,
+			      unsigned long arg)
+{
+	void __user *uarg = (void __user *)arg;
+	long ret;
+
+	mutex_lock(&buddy_split_lock);
+	switch (cmd) {
+	case BUDDY_SPLIT_IOC_ALLOC:
+		ret = do_alloc(uarg);
+		break;
+	case BUDDY_SPLIT_IOC_FREE:
+		ret = do_free(uarg);
+		break;
+	case BUDDY_SPLIT_IOC_WORKLOAD:
+		ret = do_workload(uarg);
+		break;
+	case BUDDY_SPLIT_IOC_SECTION_REMOVE:
+		ret = do_section(uarg, false);
+		break;
+	case BUDDY_SPLIT_IOC_SECTION_ADD:
+		ret = do_section(uarg, true);
+		break;
+	case BUDDY_SPLIT_IOC_RESET:
+		ret = do_reset(uarg);
+		break;
+	case BUDDY_SPLIT_IOC_BENCH:
+		ret = do_bench(uarg);
+		break;
+	case BUDDY_SPLIT_IOC_INFO:
+		ret = do_info(uarg);
+		break;
+	case BUDDY_SPLIT_IOC_CHECK:
+		ret = do_check();
+		break;
+	default:
+		ret = -ENOTTY;
+		break;
+	}
+	mutex_unlock(&buddy_split_lock);
+	return ret;
+}
+
+static const struct file_operations buddy_split_fops = {
+	.owner = THIS_MODULE,
+	.unlocked_ioctl = buddy_split_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.llseek = noop_llseek,
+};
+
+/* sysfs knobs on the misc device. */
+static ssize_t policy_show(struct device *dev, struct device_attribute *attr,
+			   char *buf)
+{
+	int p;
+
+	mutex_lock(&buddy_split_lock);
+	p = arena->policy;
+	mutex_unlock(&buddy_split_lock);
+	return sysfs_emit(buf, "%s\n", bs_policy_name(p));
+}
+
+static ssize_t policy_store(struct device *dev, struct device_attribute *attr,
+			    const char *buf, size_t count)
+{
+	int p = bs_policy_parse(buf);
+
+	if (p < 0)
+		return p;
+	mutex_lock(&buddy_split_lock);
+	bs_set_policy(arena, p);
+	mutex_unlock(&buddy_split_lock);
+	return count;
+}
+static DEVICE_ATTR_RW(policy);
+
+static ssize_t mode_show(struct device *dev, struct device_attribute *attr,
+			 char *buf)
+{
+	int m;
+
+	mutex_lock(&buddy_split_lock);
+	m = arena->mode;
+	mutex_unlock(&buddy_split_lock);
+	return sysfs_emit(buf, "%s\n", bs_mode_name(m));
+}
+
+/* Changing the mode resets the arena: every allocation is dropped. */
+static ssize_t mode_store(struct device *dev, struct device_attribute *attr,
+			  const char *buf, size_t count)
+{
+	int m = bs_mode_parse(buf), ret;
+
+	if (m < 0)
+		return m;
+	mutex_lock(&buddy_split_lock);
+	ret = bs_arena_reset(arena, m);
+	mutex_unlock(&buddy_split_lock);
+	return ret ? ret : count;
+}
+static DEVICE_ATTR_RW(mode);
+
+static ssize_t kreclaim_home_show(struct device *dev,
+				  struct device_attribute *attr, char *buf)
+{
+	int h;
+
+	mutex_lock(&buddy_split_lock);
+	h = arena->kreclaim_home;
+	mutex_unlock(&buddy_split_lock);
+	return sysfs_emit(buf, "%s\n", h == BS_AREA_HOTPLUG ? "hotplug" : "pinned");
+}
+
+static ssize_t kreclaim_home_store(struct device *dev,
+				   struct device_attribute *attr,
+				   const char *buf, size_t count)
+{
+	int h;
+
+	if (sysfs_streq(buf, "pinned"))
+		h = BS_AREA_PINNED;
+	else if (sysfs_streq(buf, "hotplug"))
+		h = BS_AREA_HOTPLUG;
+	else
+		return -EINVAL;
+	mutex_lock(&buddy_split_lock);
+	bs_set_kreclaim_home(arena, h);
+	mutex_unlock(&buddy_split_lock);
+	return count;
+}
+static DEVICE_ATTR_RW(kreclaim_home);
+
+static ssize_t geometry_show(struct device *dev, struct device_attribute *attr,
+			     char *buf)
+{
+	return sysfs_emit(buf, "sections %u section_pages %lu pinned %u\n",
+			  nr_sections, section_pages(),
+			  min(pinned_sections, nr_sections));
+}
+static DEVICE_ATTR_RO(geometry);
+
+static struct attribute *buddy_split_attrs[] = {
+	&dev_attr_policy.attr,
+	&dev_attr_mode.attr,
+	&dev_attr_kreclaim_home.attr,
+	&dev_attr_geometry.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(buddy_split);
+
+static struct miscdevice buddy_split_dev = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "buddy_split",
+	.fops = &buddy_split_fops,
+	.groups = buddy_split_groups,
+	.mode = 0600,
+};
+
+/* debugfs dumps. */
+static int sections_show(struct seq_file *m, void *v)
+{
+	unsigned int i;
+
+	mutex_lock(&buddy_split_lock);
+	seq_puts(m, "# nr base_pfn kind state user kreclaim kpinned free verdict\n");
+	for (i = 0; i < nr_sections; i++) {
+		struct bs_section *s = &arena->sections[i];
+		int blocker = -1, ret;
+
+		ret = bs_section_check(arena, i, &blocker);
+		seq_printf(m, "%u %#lx %s %s %lu %lu %lu %lu %s\n", i,
+			   chunk_pfn[i], i < pinned_sections ? "pinned" : "hotplug",
+			   s->online ? "online" : "offline",
+			   s->used[0], s->used[1], s->used[2], s->nr_free,
+			   ret == -EBUSY ? bs_type_name(blocker) :
+			   ret ? "offline" : "removable");
+	}
+	mutex_unlock(&buddy_split_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(sections);
+
+#define DUMP_PER_LIST	32
+
+static int free_lists_show(struct seq_file *m, void *v)
+{
+	int ar, o;
+
+	mutex_lock(&buddy_split_lock);
+	seq_printf(m, "mode %s policy %s\n", bs_mode_name(arena->mode),
+		   bs_policy_name(arena->policy));
+	for (ar = 0; ar < BS_NR_AREAS; ar++) {
+		for (o = 0; o < BS_MAX_ORDER; o++) {
+			struct bs_free_area *fa = &arena->area[ar];
+			struct bs_page *p;
+			int n = 0;
+
+			if (!fa->nr_free[o])
+				continue;
+			seq_printf(m, "%s order %d: %lu:", bs_area_name(ar), o,
+				   fa->nr_free[o]);
+			list_for_each_entry(p, &fa->list[o], lru) {
+				struct bs_section *s = &arena->sections[p->section];
+
+				if (n++ == DUMP_PER_LIST) {
+					seq_puts(m, " ...");
+					break;
+				}
+				seq_printf(m, " %#lx",
+					   s->base_pfn + (unsigned long)(p - s->pages));
+			}
+			seq_putc(m, '\n');
+		}
+	}
+	mutex_unlock(&buddy_split_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(free_lists);
+
+static int stats_show(struct seq_file *m, void *v)
+{
+	struct bs_stats *st;
+	int t;
+
+	mutex_lock(&buddy_split_lock);
+	st = &arena->stats;
+	for (t = 0; t < BS_NR_TYPES; t++)
+		seq_printf(m, "%s allocs %llu fails %llu refills %llu fallbacks %llu\n",
+			   bs_type_name(t), st->allocs[t], st->fails[t],
+			   st->refills[t], st->fallbacks[t]);
+	seq_printf(m, "frees %llu reclaimed_pages %llu bitmap_reallocs %llu\n",
+		   st->frees, st->reclaimed_pages, st->bitmap_reallocs);
+	mutex_unlock(&buddy_split_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(stats);
+
+static int check_show(struct seq_file *m, void *v)
+{
+	char msg[160];
+	int ret;
+
+	mutex_lock(&buddy_split_lock);
+	ret = bs_check(arena, msg, sizeof(msg));
+	mutex_unlock(&buddy_split_lock);
+	if (ret)
+		seq_printf(m, "FAIL %s\n", msg);
+	else
+		seq_puts(m, "ok\n");
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(check);
+
+static int __init buddy_split_init(void)
+{
+	unsigned long pages;
+	unsigned int i;
+	int ret;
+
+	if (!nr_sections || nr_sections > 256 || !is_power_of_2(section_mb) ||
+	    section_mb < 4 || section_mb > 1024)
+		return -EINVAL;
+	pages = (unsigned long)section_mb << (20 - PAGE_SHIFT);
+	arena = bs_arena_create(ilog2(pages), nr_sections, BS_MODE_SPLIT);
+	chunk_pfn = kcalloc(nr_sections, sizeof(*chunk_pfn), GFP_KERNEL);
+	if (!arena || !chunk_pfn) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+	for (i = 0; i < nr_sections; i++) {
+		chunk_pfn[i] = take_chunk(pages);
+		if (!chunk_pfn[i]) {
+			pr_err("got %u of %u sections of %u MiB\n", i,
+			       nr_sections, section_mb);
+			ret = -ENOMEM;
+			goto err_chunks;
+		}
+		ret = bs_section_add(arena, i, chunk_pfn[i],
+				     i >= pinned_sections);
+		if (ret)
+			goto err_chunks;
+	}
+	ret = misc_register(&buddy_split_dev);
+	if (ret)
+		goto err_chunks;
+	debug_dir = debugfs_create_dir("buddy_split", NULL);
+	debugfs_create_file("sections", 0400, debug_dir, NULL, &sections_fops);
+	debugfs_create_file("free_lists", 0400, debug_dir, NULL,
+			    &free_lists_fops);
+	debugfs_create_file("stats", 0400, debug_dir, NULL, &stats_fops);
+	debugfs_create_file("check", 0400, debug_dir, NULL, &check_fops);
+	pr_info("%u sections of %u MiB (%u pinned), pfns %#lx..%#lx\n",
+		nr_sections, section_mb, min(pinned_sections, nr_sections),
+		chunk_pfn[nr_sections - 1], chunk_pfn[0]);
+	return 0;
+
+err_chunks:
+	release_chunks();
+err_free:
+	kfree(chunk_pfn);
+	bs_arena_destroy(arena);
+	return ret;
+}
+
+static void __exit buddy_split_exit(void)
+{
+	debugfs_remove_recursive(debug_dir);
+	misc_deregister(&buddy_split_dev);
+	/* No user is left: the frames go back whatever the arena holds. */
+	release_chunks();
+	kfree(chunk_pfn);
+	bs_arena_destroy(arena);
+}
+
+module_init(buddy_split_init);
+module_exit(buddy_split_exit);
+MODULE_DESCRIPTION("Bitmap-free buddy allocator split by reclaim type, over real memory");
+MODULE_LICENSE("GPL");
