@@ -21,7 +21,7 @@ KDIR	?= /lib/modules/$(KVER)/build
 CHECKPATCH_FILES = $(shell cd $(TOP) && git ls-files -co --exclude-standard \
 		     -- '*.c' '*.h' | grep -v '^build/')
 CHECKPATCH	 = $(KSRC)/scripts/checkpatch.pl
-CHECKPATCH_FLAGS = --no-tree --strict --quiet --show-types --terse \
+CHECKPATCH_FLAGS = --no-tree --strict --quiet --no-summary --show-types --terse \
 		   --ignore SPDX_LICENSE_TAG,FILE_PATH_CHANGES -f
 
 export KVER KDIR

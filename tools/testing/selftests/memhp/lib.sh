@@ -133,3 +133,14 @@ for d in json.load(sys.stdin):
         break
 ' "$1"
 }
+
+# The path of a helper program built by the selftests Makefile: beside the
+# scripts when installed, else in build/selftests (make selftests).
+memhp_bin()
+{
+	if [ -x "$MEMHP_LIB_DIR/$1" ]; then
+		echo "$MEMHP_LIB_DIR/$1"
+	else
+		echo "$MEMHP_TOP/build/selftests/$1"
+	fi
+}

@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""make check: every test of the suite, one KTAP report.
+
+Stages, in order:
+  unit     user-space unit tests of the portable cores (make unit)
+  static   modules build with -Werror, selftests build, checkpatch, sparse
+  guest    the selftests of tools/testing/selftests/memhp inside QEMU guests;
+           tests naming the same `memhp-vm:` options share one boot
+  runner   the VM runner's own tests (tools/testing/vm/selftest.sh): it must
+           fail a guest that logged a WARNING and pass exit codes through
+
+Progress lines are KTAP diagnostics ("# ..."); each stage then reports its
+results as a nested KTAP subtest. The end is a "# Totals:" line over every
+leaf test and a plain "check: N passed, N failed, N skipped" line. Exit 0
+only when nothing failed; a skip is reported with its reason, never counted
+as a pass.
+"""
+
+import argparse
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+
+TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SELFTESTS = os.path.join(TOP, "tools", "testing", "selftests", "memhp")
+MEMHP_VM = os.path.join(TOP, "tools", "testing", "vm", "memhp-vm")
+RESULT_RE = re.compile(r"^(not ok|ok) (\d+)\s*(.*?)\s*(?:#\s*(SKIP|TODO|XFAIL|TIMEOUT|ERROR)\b\s*(.*))?$")
+
+
+class Leaf:
+    def __init__(self, name, status, reason=""):
+        self.name = name
+        self.status = status  # pass | fail | skip
+        self.reason = reason
+
+
+def log(msg):
+    print(f"# {msg}", flush=True)
+
+
+def run_streamed(cmd, prefix, env=None, timeout=None):
+    """Runs cmd, echoing its output as diagnostics; returns (rc, output)."""
+    proc = subprocess.Popen(cmd, cwd=TOP, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, env=env, text=True, errors="replace")
+    lines = []
+    deadline = time.monotonic() + timeout if timeout else None
+    for line in proc.stdout:
+        lines.append(line)
+        print(f"# {prefix}{line.rstrip()}", flush=True)
+        if deadline and time.monotonic() > deadline:
+            proc.kill()
+    rc = proc.wait()
+    return rc, "".join(lines)
+
+
+def parse_runner_tap(output, stage):
+    """Leaves from kselftest runner.sh output (or one plain KTAP document).
+
+    runner.sh prints "ok N selftests: DIR: prog" per program with the
+    program's own KTAP prefixed by "# ". The leaves are each program's own
+    results; a program that failed or was skipped as a whole without such
+    results (crash, bail out, timeout, missing prerequisite) is a leaf of
+    its own, so nothing that went wrong disappears from the totals.
+    """
+    leaves = []
+    current = []
+    for raw in output.splitlines():
+        line = raw.rstrip()
+        depth = 0
+        while line.startswith("# "):
+            line = line[2:]
+            depth += 1
+        m = RESULT_RE.match(line)
+        if not m:
+            continue
+        status = "fail" if m.group(1) == "not ok" else "pass"
+        directive, why = m.group(4), m.group(5) or ""
+        if directive == "SKIP":
+            status = "skip"
+        elif directive in ("TIMEOUT", "ERROR"):
+            status = "fail"
+        name = m.group(3).strip() or f"test {m.group(2)}"
+        if depth == 1:
+            current.append(Leaf(name, status, why))
+        elif depth == 0:
+            prog = name.split(": ")[-1]
+            sub = current
+            current = []
+            for leaf in sub:
+                leaf.name = f"{prog}: {leaf.name}"
+            leaves.extend(sub)
+            if status == "fail" and not any(x.status == "fail" for x in sub):
+                leaves.append(Leaf(f"{prog}: exits successfully", "fail", why or directive or ""))
+            elif status == "skip" and not sub:
+                leaves.append(Leaf(prog, "skip", why))
+            elif not sub:
+                leaves.append(Leaf(prog, status, why))
+    # A plain KTAP document (no runner.sh around it): its results are depth 0.
+    if current:
+        leaves.extend(current)
+    return leaves
+
+
+def stage_unit(args):
+    rc, out = run_streamed(["make", "--no-print-directory", "unit"], "unit: ")
+    leaves = parse_runner_tap(out, "unit")
+    if rc != 0 and not any(x.status == "fail" for x in leaves):
+        leaves.append(Leaf("unit tests build and run", "fail", f"make unit exited {rc}"))
+    if not leaves:
+        leaves.append(Leaf("unit tests", "fail", "no unit test ran"))
+    return leaves
+
+
+def stage_static(args):
+    leaves = []
+    for name, cmd in (("modules build with -Werror", ["make", "--no-print-directory", "modules"]),
+                      ("selftests build", ["make", "--no-print-directory", "selftests"]),
+                      ("checkpatch --strict clean", ["make", "--no-print-directory", "checkpatch"]),
+                      ("sparse C=2 clean", ["make", "--no-print-directory", "sparse"])):
+        rc, out = run_streamed(cmd, "static: ")
+        leaves.append(Leaf(name, "pass" if rc == 0 else "fail", "" if rc == 0 else f"exit {rc}"))
+    return leaves
+
+
+def guest_groups(only):
+    """Selftests grouped by the memhp-vm options they ask for."""
+    out = subprocess.run(["make", "-s", "--no-print-directory", "-C", SELFTESTS, "list_tests"],
+                         capture_output=True, text=True, check=True).stdout
+    groups = {}
+    for test in out.split():
+        if only and test not in only:
+            continue
+        src = os.path.join(SELFTESTS, test if test.endswith(".sh") else test + ".c")
+        opts = ""
+        try:
+            with open(src) as f:
+                for _, line in zip(range(12), f):
+                    m = re.search(r"memhp-vm:\s*(.*?)\s*(\*/)?$", line)
+                    if m:
+                        opts = m.group(1)
+                        break
+        except OSError:
+            pass
+        groups.setdefault(opts, []).append(test)
+    return groups
+
+
+def stage_guest(args):
+    leaves = []
+    groups = guest_groups(args.tests)
+    for opts, tests in groups.items():
+        label = opts or "default guest"
+        log(f"guest [{label}]: {' '.join(tests)}")
+        cmd = [MEMHP_VM, "--quiet", "--timeout", str(args.guest_timeout)] + shlex.split(opts)
+        cmd += ["--", "make --no-print-directory -C tools/testing/selftests/memhp "
+                f"OUTPUT={TOP}/build/selftests run_tests T={shlex.quote(' '.join(tests))}"]
+        t0 = time.monotonic()
+        rc, out = run_streamed(cmd, "guest: ")
+        group_leaves = parse_runner_tap(out, "guest")
+        leaves.extend(group_leaves)
+        reason = {0: "", 124: "guest timed out", 125: "guest failed: see the lines above"}
+        leaves.append(Leaf(f"guest [{label}] boots, runs and keeps a clean kernel log",
+                           "pass" if rc == 0 else "fail", reason.get(rc, f"memhp-vm exit {rc}")))
+        log(f"guest [{label}]: {time.monotonic() - t0:.0f}s")
+        ran = {leaf.name.split(":")[0] for leaf in group_leaves}
+        for t in tests:
+            if t not in ran:
+                leaves.append(Leaf(t, "fail", "did not report"))
+    return leaves
+
+
+def stage_runner(args):
+    rc, out = run_streamed([os.path.join(TOP, "tools", "testing", "vm", "selftest.sh")], "runner: ")
+    leaves = parse_runner_tap(out, "runner")
+    if rc not in (0, 1) or not leaves:
+        leaves.append(Leaf("runner self-test completes", "fail", f"exit {rc}"))
+    return leaves
+
+
+STAGES = [("unit", stage_unit), ("static", stage_static), ("guest", stage_guest),
+          ("runner", stage_runner)]
+
+
+def main():
+    p = argparse.ArgumentParser(prog="make check", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog=__doc__.split("\n\n", 1)[1])
+    p.add_argument("--only", default="", help="comma-separated stages (default: all)")
+    p.add_argument("--tests", default="", help="comma-separated selftests for the guest stage")
+    p.add_argument("--guest-timeout", type=int, default=1800)
+    args = p.parse_args()
+    args.tests = [t for t in args.tests.split(",") if t]
+    only = [s for s in args.only.split(",") if s]
+    stages = [(n, f) for n, f in STAGES if not only or n in only]
+    if only and len(stages) != len(only):
+        p.error(f"stages are: {', '.join(n for n, _ in STAGES)}")
+
+    t0 = time.monotonic()
+    print("KTAP version 1")
+    print(f"1..{len(stages)}", flush=True)
+    totals = {"pass": 0, "fail": 0, "skip": 0}
+    failed_leaves = []
+    for i, (name, fn) in enumerate(stages, 1):
+        log(f"stage {name} ...")
+        ts = time.monotonic()
+        leaves = fn(args)
+        print("  KTAP version 1")
+        print(f"  1..{len(leaves)}")
+        for j, leaf in enumerate(leaves, 1):
+            word = "not ok" if leaf.status == "fail" else "ok"
+            desc = leaf.name.replace("#", "")
+            extra = f" # SKIP {leaf.reason}" if leaf.status == "skip" else \
+                (f" # {leaf.reason}" if leaf.status == "fail" and leaf.reason else "")
+            print(f"  {word} {j} {desc}{extra}")
+            totals[leaf.status] += 1
+            if leaf.status == "fail":
+                failed_leaves.append(f"{name}: {leaf.name}")
+        ok = not any(x.status == "fail" for x in leaves)
+        print(f"{'ok' if ok else 'not ok'} {i} {name} # {time.monotonic() - ts:.0f}s", flush=True)
+
+    if failed_leaves:
+        log("failed:")
+        for f in failed_leaves:
+            log(f"  {f}")
+    log(f"make check took {time.monotonic() - t0:.0f}s")
+    print(f"# Totals: pass:{totals['pass']} fail:{totals['fail']} xfail:0 xpass:0 "
+          f"skip:{totals['skip']} error:0")
+    print(f"check: {totals['pass']} passed, {totals['fail']} failed, {totals['skip']} skipped",
+          flush=True)
+    sys.exit(1 if totals["fail"] else 0)
+
+
+if __name__ == "__main__":
+    main()

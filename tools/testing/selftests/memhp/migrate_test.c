@@ -1,0 +1,722 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Selftests of /dev/migrate_test (mm/migrate_test.c): user memory backed by
+ * driver-owned movable pages, migrated by the driver's MIGRATE ioctl and by
+ * the kernel (memory offlining) through the driver's movable_operations.
+ * Run by migrate_test.sh, which loads and unloads the module.
+ *
+ * The DIMM test needs a memhp-vm guest (memhp-qmp, free DIMM slots); the
+ * default guest has them.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <dirent.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <linux/migrate_test.h>
+
+#include "kselftest_harness.h"
+
+#define DEV		"/dev/migrate_test"
+#define MEMSYS		"/sys/devices/system/memory"
+#define SECTION_SHIFT	27	/* x86-64 SECTION_SIZE_BITS */
+#define NO_PFN		(~0ULL)
+
+static size_t psz;
+
+static uint64_t word_of(uint64_t seed, size_t i)
+{
+	return (seed + i) * 0x9E3779B97F4A7C15ULL;
+}
+
+static void fill(void *buf, size_t len, uint64_t seed)
+{
+	uint64_t *w = buf;
+	size_t i;
+
+	for (i = 0; i < len / 8; i++)
+		w[i] = word_of(seed, i);
+}
+
+/* The index of the first wrong word, or -1. */
+static long check(const void *buf, size_t len, uint64_t seed)
+{
+	const uint64_t *w = buf;
+	size_t i;
+
+	for (i = 0; i < len / 8; i++)
+		if (w[i] != word_of(seed, i))
+			return i;
+	return -1;
+}
+
+static int do_migrate(int fd, void *addr, size_t len,
+		      struct migrate_test_migrate *m)
+{
+	m->addr = (uintptr_t)addr;
+	m->len = len;
+	return ioctl(fd, MIGRATE_TEST_IOC_MIGRATE, m) ? -errno : 0;
+}
+
+static int query(int fd, void *addr, size_t len, uint64_t *pfns)
+{
+	struct migrate_test_query q = {
+		.addr = (uintptr_t)addr, .len = len, .pfns = (uintptr_t)pfns,
+	};
+
+	return ioctl(fd, MIGRATE_TEST_IOC_QUERY, &q) ? -errno : (int)q.populated;
+}
+
+static int inject(int fd, void *addr, size_t len, unsigned int kind)
+{
+	struct migrate_test_inject in = {
+		.addr = (uintptr_t)addr, .len = len, .kind = kind,
+	};
+
+	return ioctl(fd, MIGRATE_TEST_IOC_INJECT, &in) ? -errno : (int)in.count;
+}
+
+static int get_stats(int fd, struct migrate_test_stats *st)
+{
+	return ioctl(fd, MIGRATE_TEST_IOC_STATS, st) ? -errno : 0;
+}
+
+static int write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY);
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, s, strlen(s)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static int read_str(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	if (n && buf[n - 1] == '\n')
+		buf[n - 1] = 0;
+	return 0;
+}
+
+static uint64_t block_size(void)
+{
+	char s[64];
+
+	if (read_str(MEMSYS "/block_size_bytes", s, sizeof(s)))
+		return 0;
+	return strtoull(s, NULL, 16);
+}
+
+static int block_set_state(long block, const char *state)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), MEMSYS "/memory%ld/state", block);
+	return write_str(path, state);
+}
+
+static bool block_online(long block)
+{
+	char path[128], s[32];
+
+	snprintf(path, sizeof(path), MEMSYS "/memory%ld/state", block);
+	return !read_str(path, s, sizeof(s)) && !strcmp(s, "online");
+}
+
+/* The present memory blocks, sorted; returns how many. */
+static int list_blocks(long *out, int max)
+{
+	DIR *d = opendir(MEMSYS);
+	struct dirent *e;
+	int n = 0, i, j;
+	long t;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)) && n < max)
+		if (!strncmp(e->d_name, "memory", 6) && e->d_name[6] >= '0' &&
+		    e->d_name[6] <= '9')
+			out[n++] = atol(e->d_name + 6);
+	closedir(d);
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && out[j - 1] > out[j]; j--) {
+			t = out[j];
+			out[j] = out[j - 1];
+			out[j - 1] = t;
+		}
+	return n;
+}
+
+static int count_in(const uint64_t *pfns, size_t n, uint64_t lo, uint64_t hi)
+{
+	size_t i;
+	int c = 0;
+
+	for (i = 0; i < n; i++)
+		if (pfns[i] >= lo && pfns[i] < hi)
+			c++;
+	return c;
+}
+
+FIXTURE(mt)
+{
+	int fd;
+	size_t npages;
+	size_t len;
+	uint8_t *buf;
+	uint64_t *pfns;
+	uint64_t *pfns2;
+};
+
+FIXTURE_SETUP(mt)
+{
+	psz = sysconf(_SC_PAGESIZE);
+	self->fd = open(DEV, O_RDWR);
+	if (self->fd < 0)
+		SKIP(return, DEV " missing: load migrate_test.ko (migrate_test.sh)");
+	self->npages = 256;
+	self->len = self->npages * psz;
+	self->buf = mmap(NULL, self->len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 self->fd, 0);
+	ASSERT_NE(self->buf, MAP_FAILED);
+	self->pfns = calloc(self->npages, 8);
+	self->pfns2 = calloc(self->npages, 8);
+	ASSERT_NE(self->pfns, NULL);
+	ASSERT_NE(self->pfns2, NULL);
+}
+
+FIXTURE_TEARDOWN(mt)
+{
+	if (self->fd < 0)
+		return;
+	munmap(self->buf, self->len);
+	close(self->fd);
+	free(self->pfns);
+	free(self->pfns2);
+}
+
+/* Pages appear on first touch, zeroed; a private mapping is refused. */
+TEST_F(mt, fault_and_mmap_rules)
+{
+	void *p;
+
+	ASSERT_EQ(query(self->fd, self->buf, self->len, self->pfns), 0);
+	ASSERT_EQ(self->buf[5 * psz + 7], 0);
+	ASSERT_EQ(query(self->fd, self->buf, self->len, self->pfns), 1);
+	ASSERT_NE(self->pfns[5], NO_PFN);
+	ASSERT_EQ(self->pfns[4], NO_PFN);
+	fill(self->buf, self->len, 1);
+	ASSERT_EQ(query(self->fd, self->buf, self->len, self->pfns),
+		  (int)self->npages);
+	p = mmap(NULL, psz, PROT_READ | PROT_WRITE, MAP_PRIVATE, self->fd, 0);
+	ASSERT_EQ(p, MAP_FAILED);
+	ASSERT_EQ(errno, EINVAL);
+}
+
+/* Pattern -> migrate every page -> the pattern is intact, every pfn moved. */
+TEST_F(mt, pattern_migrate_verify)
+{
+	struct migrate_test_migrate m = {
+		.target = MIGRATE_TEST_TARGET_NODE, .node = -1,
+		.flags = MIGRATE_TEST_FORCE,
+	};
+	size_t i;
+	int round;
+
+	fill(self->buf, self->len, 42);
+	for (round = 0; round < 3; round++) {
+		ASSERT_EQ(query(self->fd, self->buf, self->len, self->pfns),
+			  (int)self->npages);
+		ASSERT_EQ(do_migrate(self->fd, self->buf, self->len, &m), 0);
+		ASSERT_EQ(m.migrated, self->npages);
+		ASSERT_EQ(m.failed, 0);
+		ASSERT_EQ(m.first_error, 0);
+		ASSERT_EQ(query(self->fd, self->buf, self->len, self->pfns2),
+			  (int)self->npages);
+		for (i = 0; i < self->npages; i++)
+			ASSERT_NE(self->pfns[i], self->pfns2[i]);
+		ASSERT_EQ(check(self->buf, self->len, 42), -1);
+	}
+	/* Without FORCE a page already on "any node" stays put. */
+	m.flags = 0;
+	ASSERT_EQ(do_migrate(self->fd, self->buf, self->len, &m), 0);
+	ASSERT_EQ(m.migrated, 0);
+	ASSERT_EQ(m.skipped, self->npages);
+	/* Unpopulated pages are skipped, not failed. */
+	ASSERT_EQ(munmap(self->buf, self->len), 0);
+	self->buf = mmap(NULL, self->len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 self->fd, self->len * 4);
+	ASSERT_NE(self->buf, MAP_FAILED);
+	m.flags = MIGRATE_TEST_FORCE;
+	ASSERT_EQ(do_migrate(self->fd, self->buf, self->len, &m), 0);
+	ASSERT_EQ(m.skipped, self->npages);
+	ASSERT_EQ(m.failed, 0);
+}
+
+/* Bad requests fail with EINVAL and change nothing. */
+TEST_F(mt, bad_input_rejected)
+{
+	struct migrate_test_migrate m = {
+		.target = MIGRATE_TEST_TARGET_NODE, .node = -1,
+		.flags = MIGRATE_TEST_FORCE,
+	};
+	struct migrate_test_migrate bad;
+	void *other;
+
+	fill(self->buf, self->len, 7);
+	ASSERT_EQ(query(self->fd, self->buf, self->len, self->pfns),
+		  (int)self->npages);
+
+	bad = m;
+	EXPECT_EQ(do_migrate(self->fd, self->buf + 1, psz, &bad), -EINVAL);
+	bad = m;
+	EXPECT_EQ(do_migrate(self->fd, self->buf, 0, &bad), -EINVAL);
+	bad = m;
+	EXPECT_EQ(do_migrate(self->fd, self->buf, self->len + psz, &bad),
+		  -EINVAL);
+	bad = m;
+	bad.target = 3;
+	EXPECT_EQ(do_migrate(self->fd, self->buf, psz, &bad), -EINVAL);
+	bad = m;
+	bad.node = 4095;
+	EXPECT_EQ(do_migrate(self->fd, self->buf, psz, &bad), -EINVAL);
+	bad = m;
+	bad.node = -2;
+	EXPECT_EQ(do_migrate(self->fd, self->buf, psz, &bad), -EINVAL);
+	bad = m;
+	bad.target = MIGRATE_TEST_TARGET_RANGE;
+	bad.start_pfn = 100;
+	bad.end_pfn = 100;
+	EXPECT_EQ(do_migrate(self->fd, self->buf, psz, &bad), -EINVAL);
+	bad = m;
+	bad.target = MIGRATE_TEST_TARGET_AWAY;
+	bad.section = 1ULL << 40;
+	EXPECT_EQ(do_migrate(self->fd, self->buf, psz, &bad), -EINVAL);
+	bad = m;
+	bad.flags = 0x80;
+	EXPECT_EQ(do_migrate(self->fd, self->buf, psz, &bad), -EINVAL);
+	bad = m;
+	bad.reserved = 1;
+	EXPECT_EQ(do_migrate(self->fd, self->buf, psz, &bad), -EINVAL);
+	bad = m;
+	bad.batch = MIGRATE_TEST_MAX_BATCH + 1;
+	EXPECT_EQ(do_migrate(self->fd, self->buf, psz, &bad), -EINVAL);
+	bad = m;
+	bad.failed_cap = 4;
+	EXPECT_EQ(do_migrate(self->fd, self->buf, psz, &bad), -EINVAL);
+	EXPECT_EQ(inject(self->fd, self->buf, psz, 9), -EINVAL);
+	EXPECT_EQ(ioctl(self->fd, _IO(MIGRATE_TEST_IOC_MAGIC, 99)), -1);
+	EXPECT_EQ(errno, ENOTTY);
+
+	/* Memory that is not a mapping of this fd. */
+	other = mmap(NULL, psz, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(other, MAP_FAILED);
+	bad = m;
+	EXPECT_EQ(do_migrate(self->fd, other, psz, &bad), -EINVAL);
+	munmap(other, psz);
+
+	ASSERT_EQ(query(self->fd, self->buf, self->len, self->pfns2),
+		  (int)self->npages);
+	EXPECT_EQ(memcmp(self->pfns, self->pfns2, self->npages * 8), 0);
+	EXPECT_EQ(check(self->buf, self->len, 7), -1);
+}
+
+/* Into a named section: afterwards every page lies in its pfn range. */
+TEST_F(mt, migrate_into_section)
+{
+	struct migrate_test_migrate m = {
+		.target = MIGRATE_TEST_TARGET_RANGE,
+	};
+	uint64_t per_block, sec_pfns = 1ULL << (SECTION_SHIFT - 12);
+	long blocks[512], sec;
+	int n, i, done = 0;
+
+	per_block = block_size() >> SECTION_SHIFT;
+	ASSERT_GT(per_block, 0);
+	fill(self->buf, self->len, 99);
+	n = list_blocks(blocks, 512);
+	/* From the top down: the first online section that takes them all. */
+	for (i = n - 1; i > 0 && !done; i--) {
+		if (!block_online(blocks[i]))
+			continue;
+		sec = blocks[i] * per_block;
+		m.start_pfn = sec * sec_pfns;
+		m.end_pfn = m.start_pfn + sec_pfns;
+		ASSERT_EQ(do_migrate(self->fd, self->buf, self->len, &m), 0);
+		ASSERT_EQ(check(self->buf, self->len, 99), -1);
+		ASSERT_EQ(query(self->fd, self->buf, self->len, self->pfns),
+			  (int)self->npages);
+		ksft_print_msg("section %ld: migrated %llu failed %llu (%d)\n",
+			       sec, m.migrated, m.failed, m.first_error);
+		if (m.failed)
+			continue;
+		ASSERT_EQ(count_in(self->pfns, self->npages, m.start_pfn,
+				   m.end_pfn), (int)self->npages);
+		done = 1;
+	}
+	ASSERT_TRUE(done);
+
+	/* Away from that section: none of them is left there. */
+	m.target = MIGRATE_TEST_TARGET_AWAY;
+	m.section = sec;
+	ASSERT_EQ(do_migrate(self->fd, self->buf, self->len, &m), 0);
+	ASSERT_EQ(m.migrated, self->npages);
+	ASSERT_EQ(query(self->fd, self->buf, self->len, self->pfns),
+		  (int)self->npages);
+	ASSERT_EQ(count_in(self->pfns, self->npages, sec * sec_pfns,
+			   (sec + 1) * sec_pfns), 0);
+	ASSERT_EQ(check(self->buf, self->len, 99), -1);
+}
+
+/* Injected failures: data intact, the failed list exactly the injected. */
+TEST_F(mt, injected_failures_roll_back)
+{
+	static const int nomem[] = { 3, 10 }, held[] = { 20, 21, 200 };
+	struct migrate_test_migrate m = {
+		.target = MIGRATE_TEST_TARGET_NODE, .node = -1,
+		.flags = MIGRATE_TEST_FORCE, .timeout_ms = 20,
+	};
+	uint64_t failed[16], expect[5];
+	size_t i, j;
+	int k = 0;
+
+	fill(self->buf, self->len, 5);
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(inject(self->fd, self->buf + nomem[i] * psz, psz,
+				 MIGRATE_TEST_INJECT_ALLOC_FAIL), 1);
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(inject(self->fd, self->buf + held[i] * psz, psz,
+				 MIGRATE_TEST_INJECT_HOLD_REF), 1);
+	expect[k++] = (uintptr_t)(self->buf + 3 * psz);
+	expect[k++] = (uintptr_t)(self->buf + 10 * psz);
+	expect[k++] = (uintptr_t)(self->buf + 20 * psz);
+	expect[k++] = (uintptr_t)(self->buf + 21 * psz);
+	expect[k++] = (uintptr_t)(self->buf + 200 * psz);
+
+	ASSERT_EQ(query(self->fd, self->buf, self->len, self->pfns),
+		  (int)self->npages);
+	m.failed_addrs = (uintptr_t)failed;
+	m.failed_cap = 16;
+	ASSERT_EQ(do_migrate(self->fd, self->buf, self->len, &m), 0);
+	EXPECT_EQ(m.failed, 5);
+	EXPECT_EQ(m.migrated, self->npages - 5);
+	EXPECT_EQ(m.first_error, -ENOMEM);
+	/* Reported in address order within a batch; sort to compare. */
+	for (i = 1; i < 5; i++)
+		for (j = i; j > 0 && failed[j - 1] > failed[j]; j--) {
+			uint64_t t = failed[j];
+
+			failed[j] = failed[j - 1];
+			failed[j - 1] = t;
+		}
+	for (i = 0; i < 5; i++)
+		EXPECT_EQ(failed[i], expect[i]);
+	ASSERT_EQ(query(self->fd, self->buf, self->len, self->pfns2),
+		  (int)self->npages);
+	for (i = 0; i < self->npages; i++) {
+		bool f = i == 3 || i == 10 || i == 20 || i == 21 || i == 200;
+
+		if (f)
+			EXPECT_EQ(self->pfns[i], self->pfns2[i]);
+		else
+			EXPECT_NE(self->pfns[i], self->pfns2[i]);
+	}
+	EXPECT_EQ(check(self->buf, self->len, 5), -1);
+
+	/* Only the reference timeout: first error ETIMEDOUT. */
+	ASSERT_EQ(inject(self->fd, self->buf, 16 * psz,
+			 MIGRATE_TEST_INJECT_CLEAR), 2);
+	ASSERT_EQ(do_migrate(self->fd, self->buf, self->len, &m), 0);
+	EXPECT_EQ(m.failed, 3);
+	EXPECT_EQ(m.first_error, -ETIMEDOUT);
+	EXPECT_EQ(check(self->buf, self->len, 5), -1);
+
+	/* Cleared: everything moves again. */
+	ASSERT_EQ(inject(self->fd, self->buf, self->len,
+			 MIGRATE_TEST_INJECT_CLEAR), 3);
+	ASSERT_EQ(do_migrate(self->fd, self->buf, self->len, &m), 0);
+	EXPECT_EQ(m.failed, 0);
+	EXPECT_EQ(m.migrated, self->npages);
+	EXPECT_EQ(check(self->buf, self->len, 5), -1);
+}
+
+#define WRITERS		8
+#define WPAGES		4
+
+struct writer {
+	pthread_t thread;
+	uint64_t *words;
+	size_t nwords;
+	uint64_t last;		/* last value written */
+	long bad;		/* read-after-write mismatches */
+	volatile int *stop;
+};
+
+static uint64_t wval(int t, uint64_t k)
+{
+	return ((uint64_t)t << 56) | k;
+}
+
+static void *writer_fn(void *arg)
+{
+	struct writer *w = arg;
+	int t = (int)(w - (struct writer *)0) ; /* unused; see below */
+	uint64_t k;
+
+	(void)t;
+	for (k = 1; !*w->stop; k++) {
+		size_t i = k % w->nwords;
+
+		w->words[i] = k;
+		if (w->words[i] != k)
+			w->bad++;
+	}
+	w->last = k - 1;
+	return NULL;
+}
+
+/* 8 writers run during 1000 migrations; afterwards every word is checked. */
+TEST_F(mt, writers_during_migrations)
+{
+	struct migrate_test_migrate m = {
+		.target = MIGRATE_TEST_TARGET_NODE, .node = -1,
+		.flags = MIGRATE_TEST_FORCE,
+	};
+	size_t wlen = WRITERS * WPAGES * psz;
+	struct migrate_test_stats st0, st1;
+	struct writer w[WRITERS];
+	volatile int stop = 0;
+	uint64_t moved = 0, k, want;
+	int t, i;
+	size_t j;
+
+	memset(self->buf, 0, wlen);
+	ASSERT_EQ(get_stats(self->fd, &st0), 0);
+	for (t = 0; t < WRITERS; t++) {
+		w[t].words = (uint64_t *)(self->buf + t * WPAGES * psz);
+		w[t].nwords = WPAGES * psz / 8;
+		w[t].bad = 0;
+		w[t].stop = &stop;
+		ASSERT_EQ(pthread_create(&w[t].thread, NULL, writer_fn, &w[t]),
+			  0);
+	}
+	for (i = 0; i < 1000; i++) {
+		ASSERT_EQ(do_migrate(self->fd, self->buf, wlen, &m), 0);
+		ASSERT_EQ(m.failed, 0);
+		moved += m.migrated;
+	}
+	stop = 1;
+	for (t = 0; t < WRITERS; t++)
+		pthread_join(w[t].thread, NULL);
+	ASSERT_EQ(get_stats(self->fd, &st1), 0);
+	ksft_print_msg("1000 migrations moved %llu pages; faults waited %llu, refaulted %llu\n",
+		       (unsigned long long)moved,
+		       (unsigned long long)(st1.fault_waits - st0.fault_waits),
+		       (unsigned long long)(st1.fault_retries - st0.fault_retries));
+	ASSERT_EQ(moved, 1000ULL * WRITERS * WPAGES);
+	for (t = 0; t < WRITERS; t++) {
+		ksft_print_msg("writer %d: %llu writes\n", t,
+			       (unsigned long long)w[t].last);
+		EXPECT_EQ(w[t].bad, 0);
+		ASSERT_GT(w[t].last, w[t].nwords);
+		/* Word j holds the last k <= last with k % nwords == j. */
+		for (j = 0; j < w[t].nwords; j++) {
+			k = w[t].last;
+			want = k - ((k % w[t].nwords) + w[t].nwords - j) %
+				   w[t].nwords;
+			if (w[t].words[j] != want) {
+				ASSERT_EQ(w[t].words[j], want);
+			}
+		}
+	}
+}
+
+/* Offline a memory block holding driver pages: they move, data survives. */
+TEST_F(mt, offline_block_with_driver_pages)
+{
+	struct migrate_test_migrate m = {
+		.target = MIGRATE_TEST_TARGET_RANGE,
+	};
+	uint64_t bs = block_size(), bpfns;
+	long blocks[512], b = -1;
+	int n, i, ret, tried = 0;
+
+	ASSERT_GT(bs, 0);
+	bpfns = bs / psz;
+	fill(self->buf, self->len, 11);
+	n = list_blocks(blocks, 512);
+	for (i = n - 1; i > 0 && b < 0 && tried < 12; i--) {
+		if (!block_online(blocks[i]))
+			continue;
+		m.start_pfn = blocks[i] * bpfns;
+		m.end_pfn = m.start_pfn + bpfns;
+		ASSERT_EQ(do_migrate(self->fd, self->buf, self->len, &m), 0);
+		if (m.failed)
+			continue;
+		ASSERT_EQ(query(self->fd, self->buf, self->len, self->pfns),
+			  (int)self->npages);
+		ASSERT_EQ(count_in(self->pfns, self->npages, m.start_pfn,
+				   m.end_pfn), (int)self->npages);
+		tried++;
+		ret = block_set_state(blocks[i], "offline");
+		ksft_print_msg("block %ld holds all %zu pages; offline: %s\n",
+			       blocks[i], self->npages,
+			       ret ? strerror(-ret) : "ok");
+		if (!ret)
+			b = blocks[i];
+	}
+	ASSERT_GE(b, 0) TH_LOG("no block with driver pages could be offlined");
+	ASSERT_EQ(query(self->fd, self->buf, self->len, self->pfns),
+		  (int)self->npages);
+	EXPECT_EQ(count_in(self->pfns, self->npages, b * bpfns,
+			   (b + 1) * bpfns), 0);
+	EXPECT_EQ(check(self->buf, self->len, 11), -1);
+	EXPECT_EQ(block_set_state(b, "online"), 0);
+	EXPECT_EQ(check(self->buf, self->len, 11), -1);
+}
+
+static int qmp(const char *args)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "memhp-qmp %s >/dev/null", args);
+	return system(cmd);
+}
+
+/*
+ * Driver pages on a hot-added ACPI DIMM: offline moves them out, device_del
+ * removes the DIMM, and the data is intact at every step.
+ */
+TEST_F(mt, dimm_offline_and_device_del)
+{
+	struct migrate_test_migrate m = {
+		.target = MIGRATE_TEST_TARGET_RANGE,
+	};
+	uint64_t bs = block_size(), bpfns, dimm = 256ULL << 20;
+	long before[512], after[512], added[64], b;
+	int nb, na, nn = 0, i, j, tries;
+	char args[256];
+
+	if (access("/dev/virtio-ports/org.memhp.qmp", F_OK))
+		SKIP(return, "not in a memhp-vm guest (no QMP relay)");
+	ASSERT_GT(bs, 0);
+	bpfns = bs / psz;
+	ASSERT_EQ(write_str(MEMSYS "/auto_online_blocks", "offline"), 0);
+	nb = list_blocks(before, 512);
+	snprintf(args, sizeof(args),
+		 "object-add qom-type=memory-backend-ram id=mt-mem0 size=%llu",
+		 (unsigned long long)dimm);
+	ASSERT_EQ(qmp(args), 0);
+	ASSERT_EQ(qmp("device_add driver=pc-dimm id=mt-dimm0 memdev=mt-mem0"),
+		  0);
+	for (tries = 0; tries < 150; tries++) {
+		na = list_blocks(after, 512);
+		if ((uint64_t)(na - nb) == dimm / bs)
+			break;
+		usleep(200000);
+	}
+	for (i = 0; i < na; i++) {
+		for (j = 0; j < nb && before[j] != after[i]; j++)
+			;
+		if (j == nb)
+			added[nn++] = after[i];
+	}
+	ASSERT_EQ((uint64_t)nn, dimm / bs);
+	for (i = 0; i < nn; i++)
+		ASSERT_EQ(block_set_state(added[i], "online_movable"), 0);
+
+	fill(self->buf, self->len, 77);
+	m.start_pfn = added[0] * bpfns;
+	m.end_pfn = (added[nn - 1] + 1) * bpfns;
+	ASSERT_EQ(do_migrate(self->fd, self->buf, self->len, &m), 0);
+	ASSERT_EQ(m.migrated, self->npages);
+	ASSERT_EQ(query(self->fd, self->buf, self->len, self->pfns),
+		  (int)self->npages);
+	ASSERT_EQ(count_in(self->pfns, self->npages, m.start_pfn, m.end_pfn),
+		  (int)self->npages);
+	ksft_print_msg("all %zu pages on the DIMM (pfns %#llx-%#llx)\n",
+		       self->npages, (unsigned long long)m.start_pfn,
+		       (unsigned long long)m.end_pfn);
+	ASSERT_EQ(check(self->buf, self->len, 77), -1);
+
+	for (i = 0; i < nn; i++) {
+		b = added[i];
+		ASSERT_EQ(block_set_state(b, "offline"), 0);
+	}
+	ASSERT_EQ(query(self->fd, self->buf, self->len, self->pfns),
+		  (int)self->npages);
+	EXPECT_EQ(count_in(self->pfns, self->npages, m.start_pfn, m.end_pfn),
+		  0);
+	ASSERT_EQ(check(self->buf, self->len, 77), -1);
+
+	ASSERT_EQ(qmp("device_del id=mt-dimm0"), 0);
+	ASSERT_EQ(qmp("x-memhp-wait-event event=DEVICE_DELETED 'match={\"device\":\"mt-dimm0\"}' timeout=60"),
+		  0);
+	ASSERT_EQ(qmp("object-del id=mt-mem0"), 0);
+	na = list_blocks(after, 512);
+	EXPECT_EQ(na, nb);
+	ASSERT_EQ(check(self->buf, self->len, 77), -1);
+}
+
+/* The module cannot go while a mapping (without any open fd) remains. */
+TEST(unload_refused_while_mapped)
+{
+	int p[2], fd, status;
+	pid_t pid;
+	char c;
+
+	fd = open(DEV, O_RDWR);
+	if (fd < 0)
+		SKIP(return, DEV " missing");
+	close(fd);
+	ASSERT_EQ(pipe(p), 0);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (!pid) {
+		char *b;
+
+		fd = open(DEV, O_RDWR);
+		b = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		close(fd);
+		if (b == MAP_FAILED)
+			_exit(1);
+		b[0] = 1;
+		if (write(p[1], "x", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	ASSERT_EQ(read(p[0], &c, 1), 1);
+	EXPECT_NE(syscall(SYS_delete_module, "migrate_test", O_NONBLOCK), 0);
+	EXPECT_TRUE(errno == EWOULDBLOCK || errno == EBUSY);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	ASSERT_EQ(access(DEV, F_OK), 0);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,50 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Tests of memhp-vm itself, run on the host (KTAP). A runner that cannot
+# fail is no judge: a guest that logs a kernel WARNING must fail the run
+# even when its command succeeds, and exit statuses must come through.
+
+top=$(cd "$(dirname "$0")/../../.." && pwd)
+. "$top/tools/testing/selftests/memhp/ktap_helpers.sh"
+vm="$top/tools/testing/vm/memhp-vm"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+ktap_print_header
+ktap_set_plan 5
+
+# 1: bad options are refused before anything boots
+"$vm" --mem 4G --maxmem 2G -- true > "$tmp/opts.out" 2>&1
+rc=$?
+ktap_test_result "maxmem below boot memory refused (exit 2, no boot)" \
+	eval '[ $rc = 2 ] && grep -q maxmem "$tmp/opts.out"'
+
+# 2: the command's exit status is the runner's
+"$vm" --quiet --no-virtio-mem -- 'exit 7' > "$tmp/exit.out" 2>&1
+rc=$?
+ktap_print_msg "exit 7 in the guest -> memhp-vm exit $rc"
+ktap_test_result "guest command status passed through" [ $rc = 7 ]
+
+# 3+4: a kernel WARNING fails the run although the command succeeded;
+# the same guest first checks that bad input to the debugfs file is
+# rejected without a warning.
+"$vm" --quiet --no-virtio-mem -- '
+	insmod mm/sparse_hotplug.ko selftest_warn=1 || exit 1
+	f=/sys/kernel/debug/sparse_hotplug/provoke_warning
+	if echo banana > $f; then echo "bad input accepted"; else echo "bad input rejected"; fi
+	echo 1 > $f
+	rmmod sparse_hotplug
+	exit 0' > "$tmp/warn.out" 2>&1
+rc=$?
+sed 's/^/# /' "$tmp/warn.out" | tail -n 8
+ktap_test_result "bad input to provoke_warning rejected" grep -q "^bad input rejected" "$tmp/warn.out"
+ktap_test_result "WARNING in the guest log fails the run (exit 125, line shown)" \
+	eval '[ $rc = 125 ] && grep -q "WARNING:" "$tmp/warn.out" && grep -q "provoked on request" "$tmp/warn.out"'
+
+# 5: a guest that runs past --timeout is killed
+"$vm" --quiet --no-virtio-mem --timeout 5 -- 'sleep 600' > "$tmp/timeout.out" 2>&1
+rc=$?
+ktap_test_result "guest past --timeout killed (exit 124)" [ $rc = 124 ]
+
+ktap_finished
