@@ -62,6 +62,15 @@ sparse: setup-check
 unit: setup-check
 	@$(MAKE) --no-print-directory -C tools/testing/unit OUTPUT=$(BUILD)/unit run_tests
 
+# The pfn lookup benchmark (NetBSD uvm_physseg workloads on five section
+# tables): tables, CSV, PNG in results/bench-pfn/. BENCH_ARGS=--full adds
+# the 100M-lookup point; --reps R, --quick.
+.PHONY: bench-pfn
+bench-pfn: setup-check
+	@$(MAKE) --no-print-directory -C tools/testing/bench pfn \
+		OUTPUT=$(BUILD)/bench RESULTS=$(TOP)/results/bench-pfn \
+		BENCH_ARGS="$(BENCH_ARGS)"
+
 # Build the in-guest selftests (they run inside a guest: see `make check`).
 selftests: setup-check modules
 	@$(MAKE) --no-print-directory -C tools/testing/selftests/memhp OUTPUT=$(BUILD)/selftests all
@@ -94,6 +103,7 @@ help:
 	@echo '  make run        experiments in a guest, summary table and results/report.md'
 	@echo '                  (RUN_ARGS="--help" for options)'
 	@echo '  make unit       user-space unit tests of the portable cores only'
+	@echo '  make bench-pfn  pfn lookup benchmark, 5 section tables (BENCH_ARGS=--full: 100M)'
 	@echo '  make selftests  build the in-guest selftests'
 	@echo '  make checkpatch checkpatch.pl --no-tree --strict on our C sources (silent if clean)'
 	@echo '  make sparse     the modules through sparse, C=2 (silent if clean); also: make C=2'
