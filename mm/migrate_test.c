@@ -375,7 +375,7 @@ static bool migt_satisfies(const struct migrate_test_migrate *req,
 
 	switch (req->target) {
 	case MIGRATE_TEST_TARGET_NODE:
-		return req->node != NUMA_NO_NODE && page_to_nid(page) == req->node;
+		return req->node == NUMA_NO_NODE || page_to_nid(page) == req->node;
 	case MIGRATE_TEST_TARGET_RANGE:
 		return pfn >= req->start_pfn && pfn < req->end_pfn;
 	default:
@@ -872,9 +872,10 @@ static long migt_ioctl_inject(struct file *file, void __user *uarg)
 			}
 			break;
 		default:
-			xa_clear_mark(&ctx->pages, i, MIGT_FAIL_ALLOC);
-			if (!xa_load(&ctx->held, i))
+			if (!xa_get_mark(&ctx->pages, i, MIGT_FAIL_ALLOC) &&
+			    !xa_load(&ctx->held, i))
 				continue;
+			xa_clear_mark(&ctx->pages, i, MIGT_FAIL_ALLOC);
 			migt_unhold(ctx, i);
 			break;
 		}

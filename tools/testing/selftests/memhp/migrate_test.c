@@ -440,10 +440,11 @@ TEST_F(mt, injected_failures_roll_back)
 	for (i = 0; i < self->npages; i++) {
 		bool f = i == 3 || i == 10 || i == 20 || i == 21 || i == 200;
 
-		if (f)
+		if (f) {
 			EXPECT_EQ(self->pfns[i], self->pfns2[i]);
-		else
+		} else {
 			EXPECT_NE(self->pfns[i], self->pfns2[i]);
+		}
 	}
 	EXPECT_EQ(check(self->buf, self->len, 5), -1);
 
@@ -476,18 +477,11 @@ struct writer {
 	volatile int *stop;
 };
 
-static uint64_t wval(int t, uint64_t k)
-{
-	return ((uint64_t)t << 56) | k;
-}
-
 static void *writer_fn(void *arg)
 {
 	struct writer *w = arg;
-	int t = (int)(w - (struct writer *)0) ; /* unused; see below */
 	uint64_t k;
 
-	(void)t;
 	for (k = 1; !*w->stop; k++) {
 		size_t i = k % w->nwords;
 
@@ -626,6 +620,8 @@ TEST_F(mt, dimm_offline_and_device_del)
 	ASSERT_GT(bs, 0);
 	bpfns = bs / psz;
 	ASSERT_EQ(write_str(MEMSYS "/auto_online_blocks", "offline"), 0);
+	/* Populate first: faults prefer ZONE_MOVABLE, i.e. the new DIMM. */
+	fill(self->buf, self->len, 77);
 	nb = list_blocks(before, 512);
 	snprintf(args, sizeof(args),
 		 "object-add qom-type=memory-backend-ram id=mt-mem0 size=%llu",
@@ -649,11 +645,14 @@ TEST_F(mt, dimm_offline_and_device_del)
 	for (i = 0; i < nn; i++)
 		ASSERT_EQ(block_set_state(added[i], "online_movable"), 0);
 
-	fill(self->buf, self->len, 77);
 	m.start_pfn = added[0] * bpfns;
 	m.end_pfn = (added[nn - 1] + 1) * bpfns;
 	ASSERT_EQ(do_migrate(self->fd, self->buf, self->len, &m), 0);
-	ASSERT_EQ(m.migrated, self->npages);
+	ASSERT_EQ(m.migrated, self->npages)
+		TH_LOG("pfns %#llx-%#llx: skipped %llu failed %llu error %d",
+		       (unsigned long long)m.start_pfn,
+		       (unsigned long long)m.end_pfn, m.skipped, m.failed,
+		       m.first_error);
 	ASSERT_EQ(query(self->fd, self->buf, self->len, self->pfns),
 		  (int)self->npages);
 	ASSERT_EQ(count_in(self->pfns, self->npages, m.start_pfn, m.end_pfn),
@@ -717,6 +716,65 @@ TEST(unload_refused_while_mapped)
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
 	ASSERT_EQ(access(DEV, F_OK), 0);
+}
+
+/*
+ * Load the module before the tests (unless it is loaded) and unload it
+ * after them: the harness runs each test in a child that leaves with
+ * _exit(), so only the parent runs the atexit handler.
+ */
+static bool loaded_here;
+
+static void unload_module(void)
+{
+	if (loaded_here &&
+	    syscall(SYS_delete_module, "migrate_test", O_NONBLOCK))
+		ksft_print_msg("rmmod migrate_test: %s\n", strerror(errno));
+}
+
+static int try_load(const char *dir, const char *rel)
+{
+	char path[4096];
+	int fd, ret;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ret = syscall(SYS_finit_module, fd, "", 0);
+	close(fd);
+	if (ret && errno != EEXIST) {
+		ksft_print_msg("load %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	loaded_here = !ret;
+	return 0;
+}
+
+static void __attribute__((constructor)) load_module(void)
+{
+	char exe[4096], *slash;
+	const char *top = getenv("MEMHP_TOP");
+	ssize_t n;
+
+	if (!access(DEV, F_OK))
+		return;
+	if (top && !try_load(top, "mm/migrate_test.ko"))
+		goto out;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return;
+	exe[n] = 0;
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return;
+	*slash = 0;
+	/* build/selftests/ or tools/testing/selftests/memhp/out/ */
+	if (try_load(exe, "../../mm/migrate_test.ko") &&
+	    try_load(exe, "../../../../../mm/migrate_test.ko"))
+		return;
+out:
+	atexit(unload_module);
 }
 
 TEST_HARNESS_MAIN
