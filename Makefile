@@ -27,7 +27,7 @@ CHECKPATCH_FLAGS = --no-tree --strict --quiet --no-summary --show-types --terse 
 export KVER KDIR
 
 .PHONY: all modules clean setup setup-check checkpatch sparse unit \
-	selftests check run help install dkms-install vm-shell
+	selftests check run help install dkms-install vm-shell print-kver
 
 all: modules
 
@@ -93,6 +93,9 @@ install: modules
 
 dkms-install: setup-check
 	dkms install $(TOP)
+
+print-kver:
+	@echo $(KVER)
 
 help:
 	@echo 'memhp-lab targets (KDIR=$(KDIR))'
