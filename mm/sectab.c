@@ -296,15 +296,17 @@ int sectab_unplug(struct sectab *t, unsigned long pfn, unsigned long npages)
 		ret = t->ops->prepare(t, pfn, end, 0);
 		if (ret)
 			return ret;
+		t->nr_pages -= npages;
 		if (pfn == seg_start) {
 			/* A new key, but the order of the tree is unchanged. */
 			seg->pgs = pgs_at(t, seg, npages);
 			seg->start = end;
+			/* Offsets in the rest changed: indexes may cache them. */
+			t->ops->commit(t, pfn, seg_end);
 		} else {
 			seg->end = pfn;
+			t->ops->commit(t, pfn, end);
 		}
-		t->nr_pages -= npages;
-		t->ops->commit(t, pfn, end);
 		return 0;
 	}
 

@@ -25,7 +25,7 @@ static struct sectab_array *to_array(const struct sectab *t)
 	return container_of(t, struct sectab_array, t);
 }
 
-static int array_init(struct sectab *t)
+static int sectab_array_init(struct sectab *t)
 {
 	struct sectab_array *a = to_array(t);
 
@@ -36,13 +36,13 @@ static int array_init(struct sectab *t)
 	return 0;
 }
 
-static void array_fini(struct sectab *t)
+static void sectab_array_fini(struct sectab *t)
 {
 	memhp_free(to_array(t)->keys);
 }
 
-static int array_prepare(struct sectab *t, unsigned long start,
-			 unsigned long end, unsigned int new_segs)
+static int sectab_array_prepare(struct sectab *t, unsigned long start,
+				unsigned long end, unsigned int new_segs)
 {
 	if (t->nr_segs + new_segs > t->p.max_segs)
 		return -ENOSPC;
@@ -50,8 +50,8 @@ static int array_prepare(struct sectab *t, unsigned long start,
 }
 
 /* Rebuild the array from the ordered tree (at most max_segs entries). */
-static void array_commit(struct sectab *t, unsigned long start,
-			 unsigned long end)
+static void sectab_array_commit(struct sectab *t, unsigned long start,
+				unsigned long end)
 {
 	struct sectab_array *a = to_array(t);
 	struct rb_node *n;
@@ -95,9 +95,9 @@ struct sectab_seg *sectab_array_find(const struct sectab *t,
 const struct sectab_ops sectab_array_ops = {
 	.name = "array",
 	.size = sizeof(struct sectab_array),
-	.init = array_init,
-	.fini = array_fini,
-	.prepare = array_prepare,
-	.commit = array_commit,
+	.init = sectab_array_init,
+	.fini = sectab_array_fini,
+	.prepare = sectab_array_prepare,
+	.commit = sectab_array_commit,
 	.find = sectab_array_find,
 };

@@ -18,18 +18,18 @@ static struct sectab_flat *to_flat(const struct sectab *t)
 	return container_of(t, struct sectab_flat, t);
 }
 
-static int flat_init(struct sectab *t)
+static int sectab_flat_init(struct sectab *t)
 {
 	return 0;
 }
 
-static void flat_fini(struct sectab *t)
+static void sectab_flat_fini(struct sectab *t)
 {
 	memhp_free(to_flat(t)->map);
 }
 
-static int flat_prepare(struct sectab *t, unsigned long start,
-			unsigned long end, unsigned int new_segs)
+static int sectab_flat_prepare(struct sectab *t, unsigned long start,
+			       unsigned long end, unsigned int new_segs)
 {
 	struct sectab_flat *f = to_flat(t);
 	struct sectab_seg **map;
@@ -50,8 +50,8 @@ static int flat_prepare(struct sectab *t, unsigned long start,
 	return 0;
 }
 
-static void flat_paint(struct sectab *t, unsigned long a, unsigned long b,
-		       struct sectab_seg *seg)
+static void sectab_flat_paint(struct sectab *t, unsigned long a, unsigned long b,
+			      struct sectab_seg *seg)
 {
 	struct sectab_flat *f = to_flat(t);
 
@@ -59,10 +59,10 @@ static void flat_paint(struct sectab *t, unsigned long a, unsigned long b,
 		f->map[a] = seg;
 }
 
-static void flat_commit(struct sectab *t, unsigned long start,
-			unsigned long end)
+static void sectab_flat_commit(struct sectab *t, unsigned long start,
+			       unsigned long end)
 {
-	sectab_walk_pieces(t, flat_paint, start, end);
+	sectab_walk_pieces(t, sectab_flat_paint, start, end);
 }
 
 struct sectab_seg *sectab_flat_find(const struct sectab *t,
@@ -82,9 +82,9 @@ struct sectab_seg *sectab_flat_find(const struct sectab *t,
 const struct sectab_ops sectab_flat_ops = {
 	.name = "flat",
 	.size = sizeof(struct sectab_flat),
-	.init = flat_init,
-	.fini = flat_fini,
-	.prepare = flat_prepare,
-	.commit = flat_commit,
+	.init = sectab_flat_init,
+	.fini = sectab_flat_fini,
+	.prepare = sectab_flat_prepare,
+	.commit = sectab_flat_commit,
 	.find = sectab_flat_find,
 };

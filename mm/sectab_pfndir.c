@@ -4,7 +4,8 @@
  * of 2^SECTAB_PFNDIR_SHIFT pages (16 MiB), covering pfn 0 up to the highest
  * pfn plugged. A word is
  *
- *	0			nothing plugged in the chunk;
+ *	&pfndir_empty		nothing plugged in the chunk (a shared,
+ *				never written leaf of NULLs);
  *	seg | PFNDIR_UNIFORM	one segment covers the whole chunk;
  *	leaf			a mixed chunk: a leaf of one segment pointer
  *				per pfn (NULL in holes).
@@ -25,6 +26,10 @@ struct pfndir_leaf {
 	unsigned long used;			/* non-NULL entries */
 };
 
+/* Empty chunks point here, so a lookup needs no test for them. */
+static const struct pfndir_leaf pfndir_empty;
+#define PFNDIR_EMPTY	((unsigned long)&pfndir_empty)
+
 struct sectab_pfndir {
 	struct sectab t;
 	unsigned long *dir;
@@ -36,17 +41,18 @@ static struct sectab_pfndir *to_pfndir(const struct sectab *t)
 	return container_of(t, struct sectab_pfndir, t);
 }
 
+/* A leaf of this table's own (to fill and free). */
 static bool entry_is_leaf(unsigned long e)
 {
-	return e && !(e & PFNDIR_UNIFORM);
+	return e != PFNDIR_EMPTY && !(e & PFNDIR_UNIFORM);
 }
 
-static int pfndir_init(struct sectab *t)
+static int sectab_pfndir_init(struct sectab *t)
 {
 	return 0;
 }
 
-static void pfndir_fini(struct sectab *t)
+static void sectab_pfndir_fini(struct sectab *t)
 {
 	struct sectab_pfndir *d = to_pfndir(t);
 	unsigned long i;
@@ -69,7 +75,7 @@ static int make_leaf(struct sectab *t, unsigned long i)
 	leaf = memhp_zalloc(sizeof(*leaf));
 	if (!leaf)
 		return -ENOMEM;
-	if (e) {
+	if (e & PFNDIR_UNIFORM) {
 		for (k = 0; k < PFNDIR_PAGES; k++)
 			leaf->pg[k] = (struct sectab_seg *)(e - PFNDIR_UNIFORM);
 		leaf->used = PFNDIR_PAGES;
@@ -90,8 +96,8 @@ static void set_entry(struct sectab *t, unsigned long i, unsigned long e)
 	d->dir[i] = e;
 }
 
-static int pfndir_prepare(struct sectab *t, unsigned long start,
-			  unsigned long end, unsigned int new_segs)
+static int sectab_pfndir_prepare(struct sectab *t, unsigned long start,
+				 unsigned long end, unsigned int new_segs)
 {
 	struct sectab_pfndir *d = to_pfndir(t);
 	unsigned long first = start >> SECTAB_PFNDIR_SHIFT;
@@ -101,12 +107,14 @@ static int pfndir_prepare(struct sectab *t, unsigned long start,
 	if (last >= d->nr_dir) {
 		unsigned long max = DIV_ROUND_UP(t->p.max_pfn, PFNDIR_PAGES);
 		unsigned long nr = max(last + 1, min(d->nr_dir * 2, max));
-		unsigned long *dir = memhp_zalloc(nr * sizeof(*dir));
+		unsigned long *dir = memhp_zalloc(nr * sizeof(*dir)), k;
 
 		if (!dir)
 			return -ENOMEM;
 		if (d->nr_dir)
 			memcpy(dir, d->dir, d->nr_dir * sizeof(*dir));
+		for (k = d->nr_dir; k < nr; k++)
+			dir[k] = PFNDIR_EMPTY;
 		memhp_free(d->dir);
 		t->index_bytes += (nr - d->nr_dir) * sizeof(*dir);
 		d->dir = dir;
@@ -131,7 +139,7 @@ static void normalize(struct sectab *t, unsigned long i)
 	unsigned long k;
 
 	if (!leaf->used) {
-		set_entry(t, i, 0);
+		set_entry(t, i, PFNDIR_EMPTY);
 		return;
 	}
 	if (leaf->used != PFNDIR_PAGES)
@@ -142,8 +150,8 @@ static void normalize(struct sectab *t, unsigned long i)
 	set_entry(t, i, (unsigned long)leaf->pg[0] | PFNDIR_UNIFORM);
 }
 
-static void pfndir_paint(struct sectab *t, unsigned long a, unsigned long b,
-			 struct sectab_seg *seg)
+static void sectab_pfndir_paint(struct sectab *t, unsigned long a, unsigned long b,
+				struct sectab_seg *seg)
 {
 	struct sectab_pfndir *d = to_pfndir(t);
 	unsigned long i, last = (b - 1) >> SECTAB_PFNDIR_SHIFT;
@@ -155,7 +163,7 @@ static void pfndir_paint(struct sectab *t, unsigned long a, unsigned long b,
 
 		if (hi - lo == PFNDIR_PAGES) {
 			set_entry(t, i, seg ? (unsigned long)seg |
-					      PFNDIR_UNIFORM : 0);
+					      PFNDIR_UNIFORM : PFNDIR_EMPTY);
 			continue;
 		}
 		/* prepare() made every partly covered chunk a leaf. */
@@ -171,13 +179,13 @@ static void pfndir_paint(struct sectab *t, unsigned long a, unsigned long b,
 	}
 }
 
-static void pfndir_commit(struct sectab *t, unsigned long start,
-			  unsigned long end)
+static void sectab_pfndir_commit(struct sectab *t, unsigned long start,
+				 unsigned long end)
 {
 	struct sectab_pfndir *d = to_pfndir(t);
 	unsigned long i, last = (end - 1) >> SECTAB_PFNDIR_SHIFT;
 
-	sectab_walk_pieces(t, pfndir_paint, start, end);
+	sectab_walk_pieces(t, sectab_pfndir_paint, start, end);
 	for (i = start >> SECTAB_PFNDIR_SHIFT; i <= last; i++)
 		if (entry_is_leaf(d->dir[i]))
 			normalize(t, i);
@@ -193,14 +201,12 @@ struct sectab_seg *sectab_pfndir_find(const struct sectab *t,
 	if (i >= d->nr_dir)
 		return NULL;
 	e = d->dir[i];
-	if (e & PFNDIR_UNIFORM) {
-		seg = (struct sectab_seg *)(e - PFNDIR_UNIFORM);
-	} else {
-		if (!e)
-			return NULL;
+	if (likely(!(e & PFNDIR_UNIFORM))) {
 		seg = ((const struct pfndir_leaf *)e)->pg[pfn & PFNDIR_MASK];
 		if (!seg)
 			return NULL;
+	} else {
+		seg = (struct sectab_seg *)(e - PFNDIR_UNIFORM);
 	}
 	*offp = pfn - seg->start;
 	return seg;
@@ -209,9 +215,9 @@ struct sectab_seg *sectab_pfndir_find(const struct sectab *t,
 const struct sectab_ops sectab_pfndir_ops = {
 	.name = "pfndir",
 	.size = sizeof(struct sectab_pfndir),
-	.init = pfndir_init,
-	.fini = pfndir_fini,
-	.prepare = pfndir_prepare,
-	.commit = pfndir_commit,
+	.init = sectab_pfndir_init,
+	.fini = sectab_pfndir_fini,
+	.prepare = sectab_pfndir_prepare,
+	.commit = sectab_pfndir_commit,
 	.find = sectab_pfndir_find,
 };

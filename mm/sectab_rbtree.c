@@ -8,23 +8,23 @@
  */
 #include "sectab_priv.h"
 
-static int rbtree_init(struct sectab *t)
+static int sectab_rbtree_init(struct sectab *t)
 {
 	return 0;
 }
 
-static void rbtree_fini(struct sectab *t)
+static void sectab_rbtree_fini(struct sectab *t)
 {
 }
 
-static int rbtree_prepare(struct sectab *t, unsigned long start,
-			  unsigned long end, unsigned int new_segs)
+static int sectab_rbtree_prepare(struct sectab *t, unsigned long start,
+				 unsigned long end, unsigned int new_segs)
 {
 	return 0;
 }
 
-static void rbtree_commit(struct sectab *t, unsigned long start,
-			  unsigned long end)
+static void sectab_rbtree_commit(struct sectab *t, unsigned long start,
+				 unsigned long end)
 {
 }
 
@@ -51,9 +51,9 @@ struct sectab_seg *sectab_rbtree_find(const struct sectab *t,
 const struct sectab_ops sectab_rbtree_ops = {
 	.name = "rbtree",
 	.size = sizeof(struct sectab),
-	.init = rbtree_init,
-	.fini = rbtree_fini,
-	.prepare = rbtree_prepare,
-	.commit = rbtree_commit,
+	.init = sectab_rbtree_init,
+	.fini = sectab_rbtree_fini,
+	.prepare = sectab_rbtree_prepare,
+	.commit = sectab_rbtree_commit,
 	.find = sectab_rbtree_find,
 };

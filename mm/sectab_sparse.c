@@ -35,7 +35,7 @@ static struct sectab_sparse *to_sparse(const struct sectab *t)
 	return container_of(t, struct sectab_sparse, t);
 }
 
-static int sparse_init(struct sectab *t)
+static int sectab_sparse_init(struct sectab *t)
 {
 	struct sectab_sparse *s = to_sparse(t);
 
@@ -48,7 +48,7 @@ static int sparse_init(struct sectab *t)
 	return 0;
 }
 
-static void sparse_fini(struct sectab *t)
+static void sectab_sparse_fini(struct sectab *t)
 {
 	struct sectab_sparse *s = to_sparse(t);
 	unsigned long r, i;
@@ -86,8 +86,8 @@ static int section_reserve(struct sectab *t, struct sectab_mem_section *ms,
 	return 0;
 }
 
-static int sparse_prepare(struct sectab *t, unsigned long start,
-			  unsigned long end, unsigned int new_segs)
+static int sectab_sparse_prepare(struct sectab *t, unsigned long start,
+				 unsigned long end, unsigned int new_segs)
 {
 	struct sectab_sparse *s = to_sparse(t);
 	unsigned long nr, last = (end - 1) >> SECTAB_SECTION_SHIFT;
@@ -114,8 +114,8 @@ static int sparse_prepare(struct sectab *t, unsigned long start,
 }
 
 /* Rebuild the lists of the sections [start, end) touches from the tree. */
-static void sparse_commit(struct sectab *t, unsigned long start,
-			  unsigned long end)
+static void sectab_sparse_commit(struct sectab *t, unsigned long start,
+				 unsigned long end)
 {
 	struct sectab_sparse *s = to_sparse(t);
 	unsigned long nr, last = (end - 1) >> SECTAB_SECTION_SHIFT;
@@ -185,9 +185,9 @@ struct sectab_seg *sectab_sparse_find(const struct sectab *t,
 const struct sectab_ops sectab_sparse_ops = {
 	.name = "sparse",
 	.size = sizeof(struct sectab_sparse),
-	.init = sparse_init,
-	.fini = sparse_fini,
-	.prepare = sparse_prepare,
-	.commit = sparse_commit,
+	.init = sectab_sparse_init,
+	.fini = sectab_sparse_fini,
+	.prepare = sectab_sparse_prepare,
+	.commit = sectab_sparse_commit,
 	.find = sectab_sparse_find,
 };
