@@ -273,20 +273,22 @@ void bs_arena_destroy(struct bs_arena *a)
 	memhp_free(a);
 }
 
-/* Grow the bitmaps to cover [@start, @end): allocate, copy, free (4.1). */
-static int bs_grow_maps(struct bs_arena *a, unsigned long start,
-			unsigned long end)
+/*
+ * Reallocate the bitmaps to cover exactly [@nstart, @nend): allocate, copy
+ * the bits of the overlap, free the old ones (the cost the paper's section
+ * 4.1 removes). An empty range frees them.
+ */
+static int bs_resize_maps(struct bs_arena *a, unsigned long nstart,
+			  unsigned long nend)
 {
 	unsigned long *new[BS_TOP_ORDER];
-	unsigned long nstart = start, nend = end;
 	int o;
 
-	if (a->span_pages) {
-		nstart = min(nstart, a->span_start);
-		nend = max(nend, a->span_start + a->span_pages);
-		if (nstart == a->span_start &&
-		    nend == a->span_start + a->span_pages)
-			return 0;
+	if (nstart == a->span_start && nend == a->span_start + a->span_pages)
+		return 0;
+	if (nstart == nend) {
+		bs_free_maps(a);
+		return 0;
 	}
 	for (o = 0; o < BS_TOP_ORDER; o++) {
 		size_t longs = bs_map_longs(nend - nstart, o);
@@ -299,14 +301,14 @@ static int bs_grow_maps(struct bs_arena *a, unsigned long start,
 		}
 	}
 	for (o = 0; o < BS_TOP_ORDER; o++) {
-		unsigned long shift, bits, i;
+		unsigned long bits = a->span_pages >> (o + 1), i;
 
-		if (a->span_pages) {
-			shift = (a->span_start - nstart) >> (o + 1);
-			bits = a->span_pages >> (o + 1);
-			for (i = 0; i < bits; i++)
-				if (bs_test_bit(a->map[o], i))
-					bs_set_bit(new[o], i + shift);
+		for (i = 0; i < bits; i++) {
+			unsigned long pos = a->span_start + (i << (o + 1));
+
+			if (pos >= nstart && pos < nend &&
+			    bs_test_bit(a->map[o], i))
+				bs_set_bit(new[o], (pos - nstart) >> (o + 1));
 		}
 		memhp_free(a->map[o]);
 		a->map[o] = new[o];
@@ -315,6 +317,30 @@ static int bs_grow_maps(struct bs_arena *a, unsigned long start,
 	a->span_pages = nend - nstart;
 	a->stats.bitmap_reallocs++;
 	return 0;
+}
+
+/* Grow the bitmaps to cover [@start, @end) too. */
+static int bs_grow_maps(struct bs_arena *a, unsigned long start,
+			unsigned long end)
+{
+	if (a->span_pages) {
+		start = min(start, a->span_start);
+		end = max(end, a->span_start + a->span_pages);
+	}
+	return bs_resize_maps(a, start, end);
+}
+
+/* Shrink the bitmaps to the online sections (best effort). */
+static void bs_shrink_maps(struct bs_arena *a)
+{
+	unsigned long start = 0, end = 0;
+
+	if (a->nr_sorted) {
+		start = a->sections[a->sorted[0]].base_pfn;
+		end = a->sections[a->sorted[a->nr_sorted - 1]].base_pfn +
+		      bs_section_pages(a);
+	}
+	bs_resize_maps(a, start, end);
 }
 
 /* The free area a free top-order block of @s belongs to. */
@@ -635,6 +661,8 @@ int bs_section_remove(struct bs_arena *a, unsigned int nr, int *blocker)
 	}
 	bs_sorted_delete(a, nr);
 	bs_section_release(s);
+	if (a->mode == BS_MODE_BITMAP)
+		bs_shrink_maps(a);
 	return 0;
 }
 

@@ -16,6 +16,9 @@
  *   /sys/class/misc/buddy_split/     policy, mode, kreclaim_home (rw), geometry (ro)
  *   /sys/kernel/debug/buddy_split/   sections, free_lists, stats, check
  *
+ * For the real-kernel comparison KERNEL_HOLD takes pages from the kernel's
+ * own allocator (unmovable or reclaimable) and holds them until released.
+ *
  * Locking: buddy_split_lock (a mutex) serialises every access to the arena,
  * from ioctls, sysfs and debugfs; long operations (WORKLOAD, BENCH) hold it
  * and reschedule every 1024 steps, stopping on a fatal signal.
@@ -62,6 +65,8 @@ static DEFINE_MUTEX(buddy_split_lock);
 static struct bs_arena *arena;		/* protected by buddy_split_lock */
 static unsigned long *chunk_pfn;	/* base pfn of each slot's frames */
 static struct dentry *debug_dir;
+static LIST_HEAD(held_pages);		/* KERNEL_HOLD pages, by page->lru */
+static unsigned long nr_held;		/* protected by buddy_split_lock */
 
 static unsigned long section_pages(void)
 {
@@ -258,8 +263,11 @@ static int bench_kernel(struct buddy_split_bench *b)
 			break;
 	}
 	b->alloc_ns = ktime_get_ns() - t0;
-	for (i = got; i > 1; i--)
-		swap(pages[i - 1], pages[bs_rand_below(&seed, i)]);
+	for (i = got; i > 1; i--) {
+		unsigned long j = bs_rand_below(&seed, i);
+
+		swap(pages[i - 1], pages[j]);
+	}
 	t0 = ktime_get_ns();
 	for (i = 0; i < got; i++)
 		__free_pages(pages[i], b->order);
@@ -272,7 +280,7 @@ static int bench_kernel(struct buddy_split_bench *b)
 /* The arena side mirrors bs_bench() with the two phases timed apart. */
 static int bench_arena(struct buddy_split_bench *b)
 {
-	unsigned long *pfns, i, got;
+	unsigned long *pfns, i, got, bad = 0;
 	u64 seed = b->seed, t0;
 
 	if (b->type >= BS_NR_TYPES)
@@ -285,15 +293,18 @@ static int bench_arena(struct buddy_split_bench *b)
 		if (bs_alloc(arena, b->type, b->order, &pfns[got]))
 			break;
 	b->alloc_ns = ktime_get_ns() - t0;
-	for (i = got; i > 1; i--)
-		swap(pfns[i - 1], pfns[bs_rand_below(&seed, i)]);
+	for (i = got; i > 1; i--) {
+		unsigned long j = bs_rand_below(&seed, i);
+
+		swap(pfns[i - 1], pfns[j]);
+	}
 	t0 = ktime_get_ns();
 	for (i = 0; i < got; i++)
-		bs_free(arena, pfns[i]);
+		bad += !!bs_free(arena, pfns[i]);
 	b->free_ns = ktime_get_ns() - t0;
 	b->done = got;
 	kvfree(pfns);
-	return 0;
+	return bad ? -EUCLEAN : 0;
 }
 
 static long do_bench(void __user *uarg)
@@ -345,6 +356,50 @@ static long do_check(void)
 	return ret;
 }
 
+static void release_held(void)
+{
+	struct page *page, *next;
+
+	list_for_each_entry_safe(page, next, &held_pages, lru) {
+		list_del(&page->lru);
+		__free_page(page);
+	}
+	nr_held = 0;
+}
+
+static long do_hold(void __user *uarg)
+{
+	struct buddy_split_hold h;
+	gfp_t gfp = GFP_KERNEL | __GFP_NOWARN;
+	u64 got;
+
+	if (copy_from_user(&h, uarg, sizeof(h)))
+		return -EFAULT;
+	if (h.reserved || (h.type != BS_KERNEL_RECLAIMABLE &&
+			   h.type != BS_KERNEL_NONRECLAIMABLE))
+		return -EINVAL;
+	if (!h.pages || h.pages > totalram_pages() / 4 ||
+	    nr_held + h.pages > totalram_pages() / 4)
+		return -EINVAL;
+	if (h.type == BS_KERNEL_RECLAIMABLE)
+		gfp |= __GFP_RECLAIMABLE;
+	for (got = 0; got < h.pages; got++) {
+		struct page *page = alloc_page(gfp);
+
+		if (!page)
+			break;
+		list_add_tail(&page->lru, &held_pages);
+		nr_held++;
+		if (!(got & 1023)) {
+			cond_resched();
+			if (fatal_signal_pending(current))
+				break;
+		}
+	}
+	h.pages = got;
+	return copy_to_user(uarg, &h, sizeof(h)) ? -EFAULT : 0;
+}
+
 static long buddy_split_ioctl(struct file *file, unsigned int cmd,
 			      unsigned long arg)
 {
@@ -379,6 +434,13 @@ static long buddy_split_ioctl(struct file *file, unsigned int cmd,
 		break;
 	case BUDDY_SPLIT_IOC_CHECK:
 		ret = do_check();
+		break;
+	case BUDDY_SPLIT_IOC_KERNEL_HOLD:
+		ret = do_hold(uarg);
+		break;
+	case BUDDY_SPLIT_IOC_KERNEL_RELEASE:
+		release_held();
+		ret = 0;
 		break;
 	default:
 		ret = -ENOTTY;
@@ -654,6 +716,7 @@ static void __exit buddy_split_exit(void)
 	debugfs_remove_recursive(debug_dir);
 	misc_deregister(&buddy_split_dev);
 	/* No user is left: the frames go back whatever the arena holds. */
+	release_held();
 	release_chunks();
 	kfree(chunk_pfn);
 	bs_arena_destroy(arena);

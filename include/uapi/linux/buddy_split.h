@@ -105,6 +105,18 @@ struct buddy_split_info {
 	__u64 reclaimed_pages;
 };
 
+/*
+ * Real-kernel comparison: hold @pages order-0 pages from the kernel's own
+ * allocator, GFP_KERNEL (type KERNEL_NONRECLAIMABLE: MIGRATE_UNMOVABLE) or
+ * GFP_KERNEL | __GFP_RECLAIMABLE (type KERNEL_RECLAIMABLE), until
+ * KERNEL_RELEASE or unload. At most a quarter of RAM is held at a time.
+ */
+struct buddy_split_hold {
+	__u32 type;		/* in: KERNEL_RECLAIMABLE or KERNEL_NONRECLAIMABLE */
+	__u32 reserved;		/* must be 0 */
+	__u64 pages;		/* in: pages to take; out: pages taken */
+};
+
 #define BUDDY_SPLIT_IOC_MAGIC	0xb5
 
 #define BUDDY_SPLIT_IOC_ALLOC	_IOWR(BUDDY_SPLIT_IOC_MAGIC, 0x01, struct buddy_split_alloc)
@@ -119,5 +131,8 @@ struct buddy_split_info {
 #define BUDDY_SPLIT_IOC_BENCH	_IOWR(BUDDY_SPLIT_IOC_MAGIC, 0x07, struct buddy_split_bench)
 #define BUDDY_SPLIT_IOC_INFO	_IOR(BUDDY_SPLIT_IOC_MAGIC, 0x08, struct buddy_split_info)
 #define BUDDY_SPLIT_IOC_CHECK	_IO(BUDDY_SPLIT_IOC_MAGIC, 0x09)
+#define BUDDY_SPLIT_IOC_KERNEL_HOLD \
+	_IOWR(BUDDY_SPLIT_IOC_MAGIC, 0x0a, struct buddy_split_hold)
+#define BUDDY_SPLIT_IOC_KERNEL_RELEASE _IO(BUDDY_SPLIT_IOC_MAGIC, 0x0b)
 
 #endif /* _UAPI_LINUX_BUDDY_SPLIT_H */

@@ -411,6 +411,7 @@ TEST(bitmap_hot_add_reallocates)
 	struct bs_arena *a = bs_arena_create(SHIFT, 3, BS_MODE_BITMAP);
 	struct bs_arena *b = bs_arena_create(SHIFT, 3, BS_MODE_SPLIT);
 	unsigned long pfn, p2;
+	int blocker;
 	size_t maps;
 
 	ASSERT_NE(NULL, a);
@@ -432,6 +433,19 @@ TEST(bitmap_hot_add_reallocates)
 	bs_metadata_bytes(a, &maps);
 	/* Span of 19 sections: the maps cover the holes too. */
 	ASSERT_GT(maps, 19 * SPAGES / 16);
+	/* Removing the top section shrinks the span, re-adding regrows it. */
+	ASSERT_EQ(0, bs_alloc(a, 0, 0, &pfn));
+	ASSERT_EQ(0, bs_section_remove(a, 1, &blocker));
+	ASSERT_EQ(4, a->stats.bitmap_reallocs);
+	ASSERT_EQ(9 * SPAGES, a->span_pages);
+	ASSERT_EQ(0, check(a));
+	ASSERT_EQ(0, bs_section_add(a, 1, 20 * SPAGES, true));
+	ASSERT_EQ(5, a->stats.bitmap_reallocs);
+	ASSERT_EQ(0, check(a));
+	/* Removing a middle section keeps the span. */
+	ASSERT_EQ(0, bs_section_remove(a, 0, &blocker));
+	ASSERT_EQ(5, a->stats.bitmap_reallocs);
+	ASSERT_EQ(0, check(a));
 	ASSERT_EQ(0, bs_section_add(b, 0, 10 * SPAGES, true));
 	ASSERT_EQ(0, bs_section_add(b, 1, 20 * SPAGES, true));
 	bs_metadata_bytes(b, &maps);
