@@ -1,15 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * sparse_hotplug: memory sections as sysfs objects.
+ * sparse_hotplug: memory sections as sysfs objects, with controls.
  *
  * The core exposes memory *blocks* (/sys/devices/system/memory/memoryN, one
  * block is several 128 MiB sections on big machines); this module exposes
- * every present *section*:
+ * every present *section*, lets user space act on it, tells why it cannot
+ * go away, hot-adds RAM hidden at boot, and logs every block transition:
  *
  *   /sys/kernel/sparse_hotplug/section_size_bytes   hex, like block_size_bytes
  *   /sys/kernel/sparse_hotplug/block_size_bytes
+ *   /sys/kernel/sparse_hotplug/probe, remove        hidden RAM (ranges=)
  *   /sys/kernel/sparse_hotplug/sections/sectionN/
- *	start_pfn nr_pages block state zone nid
+ *	start_pfn nr_pages block state zone nid offline_report
+ *   /sys/kernel/debug/sparse_hotplug/sections, events
+ *   tracepoints sparse_hotplug:* (sparse_hotplug_trace.h)
+ *
+ * Documentation/admin-guide/sparse_hotplug.rst is the user's guide and
+ * Documentation/ABI/testing/sysfs-kernel-sparse_hotplug the ABI.
  *
  * Keeping the set of directories true: values are computed on each read from
  * mem_section and the memmap, so onlining and offlining need no bookkeeping.
@@ -19,15 +26,56 @@
  * we find it from one memory block device that exists at load: its sysfs
  * directory node (kernfs) leads to its kobject, the device, and dev->bus.
  *
- * Locking: shp_lock (a mutex) protects shp_sections. The bus notifier runs
- * with the device hotplug lock and mem_hotplug_lock held; it takes shp_lock
- * and adds or removes kobjects. Removing a kobject waits for readers of its
- * attributes, so attribute show() functions must never take shp_lock or
- * anything that memory hotplug holds (get_online_mems(), the device hotplug
- * lock): they only read mem_section flags and struct pages of online
- * sections, racily, which is what /proc/zoneinfo-style readers do too.
- * A section's memmap is freed only after its block device is deleted, which
- * is after our DEL handler removed its directory and drained its readers.
+ * Online/offline route. device_online(), device_offline() and the device
+ * hotplug lock are not exported to modules in 6.1, so "online", "offline",
+ * "online_movable" and "online_kernel" written to a section's state are
+ * written, from the store handler, to the containing block's own
+ * /sys/devices/system/memory/memoryN/state with filp_open() and
+ * kernel_write(). The core then does exactly what it does for user space:
+ * lock_device_hotplug_sysfs(), device_online()/device_offline() with the
+ * zone policy, the memory notifiers and the KOBJ_ONLINE/KOBJ_OFFLINE uevent.
+ * lock_device_hotplug_sysfs() answers -ERESTARTNOINTR (and flags a pending
+ * signal) when the lock is taken; we must not loop in our store: it holds
+ * a kernfs active reference on our own attribute, and a memory removal that
+ * holds the device hotplug lock may be waiting in our bus notifier for that
+ * reference to drain before it can delete the section's kobject. Returning
+ * restart_syscall() drops the reference and restarts the write.
+ *
+ * Isolation. "isolate" takes a whole online section away from the page
+ * allocator the way virtio-mem unplugs a sub-block: alloc_contig_range(
+ * MIGRATE_MOVABLE) migrates the movable pages out and hands us every page
+ * with a reference; we mark them PageOffline and subtract them from the
+ * managed pages. "release" gives them back. Offlining a block whose
+ * sections are isolated works as virtio-mem's fake-offline: in
+ * MEM_GOING_OFFLINE we drop our reference of each isolated page (PageOffline
+ * with refcount 0 is skipped by the core) and add the pages back to the
+ * managed count it is about to subtract; MEM_CANCEL_OFFLINE undoes that and
+ * MEM_OFFLINE forgets the section (its memmap is reinitialized on online).
+ *
+ * Locking:
+ * - shp_lock (mutex) protects shp_sections. The bus notifier runs with the
+ *   device hotplug lock and mem_hotplug_lock held; it takes shp_lock and
+ *   adds or removes kobjects. Removing a kobject waits for readers and
+ *   writers of its attributes, so section attribute handlers never take
+ *   shp_lock nor block on anything memory hotplug holds (they use the
+ *   restart route above). Show functions read mem_section flags and struct
+ *   pages of online sections racily, as /proc/zoneinfo-style readers do. A
+ *   section's memmap is freed only after its block device is deleted, which
+ *   is after our DEL handler removed its directory and drained its users.
+ * - shp_isolate_lock (mutex) protects shp_isolated (section -> state) and
+ *   the isolated pages. Taken by state stores (isolate/release, across
+ *   alloc_contig_range, which needs no hotplug lock) and by the memory
+ *   notifier (with mem_hotplug_lock held for write). Isolate and a
+ *   concurrent offline exclude each other through pageblock isolation: the
+ *   one that isolates the pageblocks second gets -EBUSY.
+ * - shp_probe_lock (mutex) protects shp_added (blocks added by probe); held
+ *   across add_memory_driver_managed()/offline_and_remove_memory(), which
+ *   take the device hotplug lock themselves. probe and remove are root
+ *   attributes, never removed by the bus notifier, so blocking there is
+ *   safe. No notifier takes shp_probe_lock.
+ * - shp_event_lock (mutex) protects the event ring. Transitions are
+ *   serialized by mem_hotplug_lock, so one pending transition suffices.
+ * Never hold shp_lock while calling into memory hotplug.
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -43,15 +91,31 @@
 #include <linux/mmzone.h>
 #include <linux/memory.h>
 #include <linux/memory_hotplug.h>
+#include <memhp/page_types.h>
 #include <linux/mutex.h>
 #include <linux/xarray.h>
 #include <linux/slab.h>
 #include <linux/debugfs.h>
+#include <linux/seq_file.h>
+#include <linux/fs.h>
+#include <linux/ioport.h>
+#include <linux/ktime.h>
+#include <linux/delay.h>
+#include <linux/sched/signal.h>
+#include <asm/pgtable.h>
+
+#define CREATE_TRACE_POINTS
+#include "sparse_hotplug_trace.h"
 
 static bool selftest_warn;
 module_param(selftest_warn, bool, 0444);
 MODULE_PARM_DESC(selftest_warn,
 		 "Create debugfs sparse_hotplug/provoke_warning, which WARNs when written (tests that the VM runner catches kernel warnings)");
+
+static char *ranges;
+module_param(ranges, charp, 0444);
+MODULE_PARM_DESC(ranges,
+		 "Physical RAM hidden at boot (mem=, memmap=) that probe may hot-add: START-END or SIZE@START, comma separated, block aligned (suffixes K M G)");
 
 /* One directory of /sys/kernel/sparse_hotplug/sections. */
 struct shp_section {
@@ -86,6 +150,428 @@ static struct page *shp_online_page(unsigned long pfn)
 	return pfn_to_online_page(pfn);
 }
 
+/* ---- isolation ---------------------------------------------------------- */
+
+/*
+ * shp_isolated: section number -> xa_mk_value(SHP_ISO_*), under
+ * shp_isolate_lock. HELD: we own one reference on every page of the
+ * section; DROPPED: the section's block is going offline and we dropped
+ * them (MEM_GOING_OFFLINE); release must wait for the offline to finish.
+ */
+#define SHP_ISO_HELD	1
+#define SHP_ISO_DROPPED	2
+
+static DEFINE_MUTEX(shp_isolate_lock);
+static DEFINE_XARRAY(shp_isolated);
+
+static unsigned long shp_iso_state(unsigned long nr)
+{
+	void *entry = xa_load(&shp_isolated, nr);
+
+	return entry ? xa_to_value(entry) : 0;
+}
+
+static void shp_mark_offline(unsigned long pfn, unsigned long nr_pages,
+			     bool offline)
+{
+	unsigned long i;
+
+	page_offline_begin();
+	for (i = 0; i < nr_pages; i++) {
+		if (offline)
+			__SetPageOffline(pfn_to_page(pfn + i));
+		else
+			__ClearPageOffline(pfn_to_page(pfn + i));
+	}
+	page_offline_end();
+}
+
+/*
+ * Takes the online section @nr from the page allocator. Returns 0, or
+ * -EINVAL (not online, not one zone), -EEXIST (already isolated), or what
+ * alloc_contig_range() says (-EBUSY: an unmovable page or a concurrent
+ * offline; -ENOMEM; -EINTR).
+ */
+static int shp_isolate(unsigned long nr)
+{
+	unsigned long pfn = section_nr_to_pfn(nr);
+	struct page *first, *last;
+	int ret, tries;
+
+	mutex_lock(&shp_isolate_lock);
+	if (shp_iso_state(nr)) {
+		ret = -EEXIST;
+		goto out;
+	}
+	/*
+	 * Online now; if an offline isolated the pageblocks meanwhile,
+	 * alloc_contig_range() fails with -EBUSY, and a completed offline
+	 * cleared the online bit first (see the top comment).
+	 */
+	first = pfn_to_online_page(pfn);
+	last = pfn_to_online_page(pfn + PAGES_PER_SECTION - 1);
+	if (!first || !last || page_zone(first) != page_zone(last)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = xa_err(xa_store(&shp_isolated, nr, xa_mk_value(SHP_ISO_HELD),
+			      GFP_KERNEL));
+	if (ret)
+		goto out;
+	/*
+	 * Like virtio-mem: in ZONE_MOVABLE a failure is transient (a page
+	 * under I/O or briefly referenced), so retry a few times there.
+	 */
+	for (tries = 0; tries < 5; tries++) {
+		ret = alloc_contig_range(pfn, pfn + PAGES_PER_SECTION,
+					 MIGRATE_MOVABLE, GFP_KERNEL | __GFP_NOWARN);
+		if (!ret || ret == -ENOMEM || ret == -EINTR ||
+		    zone_idx(page_zone(first)) != ZONE_MOVABLE)
+			break;
+		cond_resched();
+	}
+	if (ret) {
+		xa_erase(&shp_isolated, nr);
+		goto out;
+	}
+	shp_mark_offline(pfn, PAGES_PER_SECTION, true);
+	adjust_managed_page_count(first, -(long)PAGES_PER_SECTION);
+out:
+	mutex_unlock(&shp_isolate_lock);
+	return ret;
+}
+
+/* Gives an isolated section back: -EINVAL if not isolated, -EBUSY if offlining. */
+static int shp_release_locked(unsigned long nr)
+{
+	unsigned long pfn = section_nr_to_pfn(nr);
+
+	lockdep_assert_held(&shp_isolate_lock);
+	switch (shp_iso_state(nr)) {
+	case SHP_ISO_HELD:
+		break;
+	case SHP_ISO_DROPPED:
+		return -EBUSY;
+	default:
+		return -EINVAL;
+	}
+	shp_mark_offline(pfn, PAGES_PER_SECTION, false);
+	free_contig_range(pfn, PAGES_PER_SECTION);
+	adjust_managed_page_count(pfn_to_page(pfn), PAGES_PER_SECTION);
+	xa_erase(&shp_isolated, nr);
+	return 0;
+}
+
+static int shp_release(unsigned long nr)
+{
+	int ret;
+
+	mutex_lock(&shp_isolate_lock);
+	ret = shp_release_locked(nr);
+	mutex_unlock(&shp_isolate_lock);
+	return ret;
+}
+
+/* Memory notifier part: isolated sections of [start_pfn, +nr_pages). */
+static void shp_isolated_notify(unsigned long action, unsigned long start_pfn,
+				unsigned long nr_pages)
+{
+	unsigned long first = pfn_to_section_nr(start_pfn);
+	unsigned long last = pfn_to_section_nr(start_pfn + nr_pages - 1);
+	unsigned long nr, pfn, i;
+	void *entry;
+
+	mutex_lock(&shp_isolate_lock);
+	xa_for_each_range(&shp_isolated, nr, entry, first, last) {
+		pfn = section_nr_to_pfn(nr);
+		switch (action) {
+		case MEM_GOING_OFFLINE:
+			if (xa_to_value(entry) != SHP_ISO_HELD)
+				break;
+			/*
+			 * The core subtracts the whole block from the managed
+			 * pages on success: count ours in first. Refcount 0
+			 * PageOffline pages are skipped by offlining.
+			 */
+			adjust_managed_page_count(pfn_to_page(pfn),
+						  PAGES_PER_SECTION);
+			for (i = 0; i < PAGES_PER_SECTION; i++)
+				if (WARN_ON_ONCE(!page_ref_dec_and_test(pfn_to_page(pfn + i))))
+					break;
+			xa_store(&shp_isolated, nr, xa_mk_value(SHP_ISO_DROPPED),
+				 GFP_KERNEL);
+			break;
+		case MEM_CANCEL_OFFLINE:
+			if (xa_to_value(entry) != SHP_ISO_DROPPED)
+				break;
+			for (i = 0; i < PAGES_PER_SECTION; i++)
+				page_ref_inc(pfn_to_page(pfn + i));
+			adjust_managed_page_count(pfn_to_page(pfn),
+						  -(long)PAGES_PER_SECTION);
+			xa_store(&shp_isolated, nr, xa_mk_value(SHP_ISO_HELD),
+				 GFP_KERNEL);
+			break;
+		case MEM_OFFLINE:
+			/* Gone with the block; onlining reinitializes the memmap. */
+			xa_erase(&shp_isolated, nr);
+			break;
+		}
+	}
+	mutex_unlock(&shp_isolate_lock);
+}
+
+/* Module exit: give everything back, after any offline in flight ended. */
+static void shp_release_all(void)
+{
+	unsigned long nr;
+	void *entry;
+	bool busy;
+
+	do {
+		busy = false;
+		mutex_lock(&shp_isolate_lock);
+		xa_for_each(&shp_isolated, nr, entry)
+			if (shp_release_locked(nr) == -EBUSY)
+				busy = true;
+		mutex_unlock(&shp_isolate_lock);
+		if (busy)
+			msleep(20);
+	} while (busy);
+	xa_destroy(&shp_isolated);
+}
+
+/* ---- online/offline through the core's sysfs file ---------------------- */
+
+/*
+ * Writes @cmd to /sys/devices/system/memory/memory<block>/state: the
+ * core's own semantics, locking and uevents (see the top comment).
+ * -ERESTARTNOINTR (device hotplug lock busy) becomes restart_syscall().
+ */
+static int shp_block_write_state(unsigned long block, const char *cmd)
+{
+	char path[64];
+	struct file *file;
+	loff_t pos = 0;
+	size_t len = strlen(cmd);
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/devices/system/memory/memory%lu/state",
+		 block);
+	file = filp_open(path, O_WRONLY, 0);
+	if (IS_ERR(file))
+		return PTR_ERR(file) == -ENOENT ? -ENODEV : PTR_ERR(file);
+	n = kernel_write(file, cmd, len, &pos);
+	filp_close(file, NULL);
+	if (n == -ERESTARTNOINTR)
+		return restart_syscall();
+	if (n < 0)
+		return n;
+	return n == len ? 0 : -EIO;
+}
+
+/* ---- why-offline-fails report ------------------------------------------ */
+
+enum shp_class {
+	SHP_FREE,
+	SHP_LRU_ANON,
+	SHP_LRU_FILE,
+	SHP_NONLRU_MOVABLE,
+	SHP_SLAB,
+	SHP_PAGE_TABLES,
+	SHP_RESERVED,
+	SHP_DMA_PINNED,
+	SHP_HUGETLB,
+	SHP_MEMMAP,
+	SHP_ISOLATED,
+	SHP_OTHER,
+	SHP_NR_CLASSES
+};
+
+static const char * const shp_class_names[SHP_NR_CLASSES] = {
+	[SHP_FREE]		= "free",
+	[SHP_LRU_ANON]		= "lru_anon",
+	[SHP_LRU_FILE]		= "lru_file",
+	[SHP_NONLRU_MOVABLE]	= "nonlru_movable",
+	[SHP_SLAB]		= "slab",
+	[SHP_PAGE_TABLES]	= "page_tables",
+	[SHP_RESERVED]		= "reserved",
+	[SHP_DMA_PINNED]	= "dma_pinned",
+	[SHP_HUGETLB]		= "hugetlb",
+	[SHP_MEMMAP]		= "memmap_on_memory",
+	[SHP_ISOLATED]		= "isolated",
+	[SHP_OTHER]		= "other",
+};
+
+/* Classes that make offline_pages() fail (it cannot migrate or skip them). */
+static bool shp_class_blocks(enum shp_class c)
+{
+	switch (c) {
+	case SHP_SLAB:
+	case SHP_PAGE_TABLES:
+	case SHP_RESERVED:
+	case SHP_DMA_PINNED:
+	case SHP_OTHER:
+		return true;
+	default:
+		return false;
+	}
+}
+
+struct shp_report {
+	unsigned long count[SHP_NR_CLASSES];
+	bool online;
+	const char *why;		/* blocked for a reason other than a page */
+	bool blocked;			/* by the page below */
+	unsigned long pfn;
+	enum shp_class class;
+	unsigned long flags;
+};
+
+/*
+ * The pfn holding the struct page of @pfn, or ULONG_MAX: the vmemmap is
+ * mapped with 4K, 2M or 1G pages in the kernel page tables.
+ */
+static unsigned long shp_memmap_backing_pfn(unsigned long pfn)
+{
+	unsigned long addr = (unsigned long)pfn_to_page(pfn);
+	unsigned int level;
+	pte_t *pte = lookup_address(addr, &level);
+
+	if (!pte || !pte_present(*pte))
+		return ULONG_MAX;
+	switch (level) {
+	case PG_LEVEL_4K:
+		return pte_pfn(*pte);
+	case PG_LEVEL_2M:
+		return pte_pfn(*pte) + ((addr & ~PMD_MASK) >> PAGE_SHIFT);
+	case PG_LEVEL_1G:
+		return pte_pfn(*pte) + ((addr & ~PUD_MASK) >> PAGE_SHIFT);
+	default:
+		return ULONG_MAX;
+	}
+}
+
+/*
+ * Pages at the start of a hot-added block that hold the block's own memmap
+ * (memory_hotplug.memmap_on_memory=1); offlining leaves them out.
+ */
+static unsigned long shp_memmap_pages(unsigned long nr)
+{
+	unsigned long block_pfn, per_block;
+
+	if (nr % shp_sections_per_block)
+		return 0;
+	block_pfn = section_nr_to_pfn(nr);
+	if (shp_memmap_backing_pfn(block_pfn) != block_pfn)
+		return 0;
+	per_block = PHYS_PFN(memory_block_size_bytes());
+	return min_t(unsigned long, PAGES_PER_SECTION,
+		     DIV_ROUND_UP(per_block * sizeof(struct page), PAGE_SIZE));
+}
+
+/*
+ * The class of the page at @pfn and how many pages it covers (a free buddy
+ * block counts whole). Racy by nature, like has_unmovable_pages() without
+ * the zone lock: a snapshot.
+ */
+static enum shp_class shp_classify(unsigned long pfn, bool isolated,
+				   unsigned long *nr)
+{
+	struct page *page = pfn_to_page(pfn);
+	struct page *head;
+
+	*nr = 1;
+	if (PageBuddy(page)) {
+		unsigned long order = READ_ONCE(page_private(page));
+
+		if (order < MAX_ORDER && IS_ALIGNED(pfn, 1UL << order))
+			*nr = 1UL << order;
+		return SHP_FREE;
+	}
+	if (PageOffline(page))
+		return SHP_ISOLATED;	/* ours, or another driver's fake-offline */
+	if (isolated)
+		return SHP_ISOLATED;
+	head = compound_head(page);
+	if (PageHuge(head))
+		return SHP_HUGETLB;
+	if (!page_count(page))
+		return SHP_FREE;	/* on a per-cpu list, or being freed */
+	if (page_maybe_dma_pinned(page))
+		return SHP_DMA_PINNED;
+	if (PageLRU(head))
+		return PageAnon(head) ? SHP_LRU_ANON : SHP_LRU_FILE;
+	if (__PageMovable(head))
+		return SHP_NONLRU_MOVABLE;
+	if (PageSlab(head))
+		return SHP_SLAB;
+	if (PageTable(page))
+		return SHP_PAGE_TABLES;
+	if (PageReserved(page))
+		return SHP_RESERVED;
+	return SHP_OTHER;
+}
+
+/* Fills @rep for section @nr; never sleeps long, takes no lock. */
+static void shp_section_report(unsigned long nr, struct shp_report *rep)
+{
+	unsigned long pfn = section_nr_to_pfn(nr);
+	unsigned long end = pfn + PAGES_PER_SECTION;
+	unsigned long memmap, n;
+	struct zone *zone = NULL;
+	bool isolated = shp_iso_state(nr) != 0;
+	struct page *page;
+	enum shp_class c;
+
+	memset(rep, 0, sizeof(*rep));
+	if (!online_section_nr(nr))
+		return;
+	rep->online = true;
+
+	memmap = shp_memmap_pages(nr);
+	rep->count[SHP_MEMMAP] = memmap;
+	pfn += memmap;
+	while (pfn < end) {
+		page = shp_online_page(pfn);
+		if (!page) {
+			if (!rep->why)
+				rep->why = "hole";	/* test_pages_in_a_zone() */
+			pfn = ALIGN(pfn + 1, PAGES_PER_SUBSECTION);
+			continue;
+		}
+		if (!zone)
+			zone = page_zone(page);
+		else if (zone != page_zone(page) && !rep->why)
+			rep->why = "spans zones";
+		c = shp_classify(pfn, isolated, &n);
+		n = min(n, end - pfn);
+		rep->count[c] += n;
+		if (shp_class_blocks(c) && !rep->blocked) {
+			rep->blocked = true;
+			rep->pfn = pfn;
+			rep->class = c;
+			rep->flags = READ_ONCE(page->flags);
+		}
+		pfn += n;
+		if (!(pfn & (PAGES_PER_SUBSECTION - 1)))
+			cond_resched();
+	}
+}
+
+/* "offlinable", "blocked: ...", or "offline" (not online). */
+static int shp_report_verdict(struct shp_report *rep, char *buf, size_t size)
+{
+	if (!rep->online)
+		return scnprintf(buf, size, "offline");
+	if (rep->blocked)
+		return scnprintf(buf, size, "blocked: pfn %#lx %s %pGp",
+				 rep->pfn, shp_class_names[rep->class],
+				 &rep->flags);
+	if (rep->why)
+		return scnprintf(buf, size, "blocked: %s", rep->why);
+	return scnprintf(buf, size, "offlinable");
+}
+
 /* ---- per-section attributes ------------------------------------------ */
 
 static ssize_t start_pfn_show(struct kobject *kobj, struct kobj_attribute *attr,
@@ -114,14 +600,72 @@ static ssize_t block_show(struct kobject *kobj, struct kobj_attribute *attr,
 	return sysfs_emit(buf, "%lu\n", shp_block_of(to_shp_section(kobj)->nr));
 }
 
+static const char *shp_section_state(unsigned long nr)
+{
+	struct mem_section *ms = __nr_to_section(nr);
+
+	if (!ms || !present_section(ms))
+		return "removed";
+	if (!online_section(ms))
+		return "offline";
+	return shp_iso_state(nr) ? "isolated" : "online";
+}
+
 static ssize_t state_show(struct kobject *kobj, struct kobj_attribute *attr,
 			  char *buf)
 {
-	struct mem_section *ms = __nr_to_section(to_shp_section(kobj)->nr);
+	return sysfs_emit(buf, "%s\n", shp_section_state(to_shp_section(kobj)->nr));
+}
 
-	if (!ms || !present_section(ms))
-		return sysfs_emit(buf, "removed\n");
-	return sysfs_emit(buf, "%s\n", online_section(ms) ? "online" : "offline");
+enum {
+	SHP_CMD_ONLINE,
+	SHP_CMD_ONLINE_MOVABLE,
+	SHP_CMD_ONLINE_KERNEL,
+	SHP_CMD_OFFLINE,
+	SHP_CMD_ISOLATE,
+	SHP_CMD_RELEASE,
+};
+
+static const char * const shp_state_cmds[] = {
+	[SHP_CMD_ONLINE]		= "online",
+	[SHP_CMD_ONLINE_MOVABLE]	= "online_movable",
+	[SHP_CMD_ONLINE_KERNEL]		= "online_kernel",
+	[SHP_CMD_OFFLINE]		= "offline",
+	[SHP_CMD_ISOLATE]		= "isolate",
+	[SHP_CMD_RELEASE]		= "release",
+};
+
+/*
+ * online, online_movable, online_kernel, offline: the containing block,
+ * through the core (errors are the core's: -EINVAL when already in that
+ * state or the zone is not allowed, -EBUSY/-EINTR when offlining fails).
+ * isolate, release: this section only. Anything else: -EINVAL.
+ */
+static ssize_t state_store(struct kobject *kobj, struct kobj_attribute *attr,
+			   const char *buf, size_t count)
+{
+	unsigned long nr = to_shp_section(kobj)->nr;
+	u64 t0 = ktime_get_ns();
+	int cmd, ret;
+
+	cmd = sysfs_match_string(shp_state_cmds, buf);
+	if (cmd < 0)
+		return -EINVAL;
+	switch (cmd) {
+	case SHP_CMD_ISOLATE:
+		ret = shp_isolate(nr);
+		break;
+	case SHP_CMD_RELEASE:
+		ret = shp_release(nr);
+		break;
+	default:
+		ret = shp_block_write_state(shp_block_of(nr), shp_state_cmds[cmd]);
+		break;
+	}
+	if (ret != -ERESTARTNOINTR)
+		trace_section_control(nr, shp_state_cmds[cmd], ret,
+				      ktime_get_ns() - t0);
+	return ret ? ret : count;
 }
 
 /*
@@ -174,12 +718,34 @@ static ssize_t nid_show(struct kobject *kobj, struct kobj_attribute *attr,
 	return sysfs_emit(buf, "%d\n", memory_add_physaddr_to_nid(PFN_PHYS(pfn)));
 }
 
+/* One "class count" line per class, then "verdict ...". */
+static ssize_t offline_report_show(struct kobject *kobj,
+				   struct kobj_attribute *attr, char *buf)
+{
+	struct shp_report *rep;
+	char verdict[128];
+	int i, len = 0;
+
+	rep = kmalloc(sizeof(*rep), GFP_KERNEL);
+	if (!rep)
+		return -ENOMEM;
+	shp_section_report(to_shp_section(kobj)->nr, rep);
+	for (i = 0; i < SHP_NR_CLASSES; i++)
+		len += sysfs_emit_at(buf, len, "%s %lu\n", shp_class_names[i],
+				     rep->count[i]);
+	shp_report_verdict(rep, verdict, sizeof(verdict));
+	len += sysfs_emit_at(buf, len, "verdict %s\n", verdict);
+	kfree(rep);
+	return len;
+}
+
 static struct kobj_attribute start_pfn_attr = __ATTR_RO(start_pfn);
 static struct kobj_attribute nr_pages_attr = __ATTR_RO(nr_pages);
 static struct kobj_attribute block_attr = __ATTR_RO(block);
-static struct kobj_attribute state_attr = __ATTR_RO(state);
+static struct kobj_attribute state_attr = __ATTR_RW(state);
 static struct kobj_attribute zone_attr = __ATTR_RO(zone);
 static struct kobj_attribute nid_attr = __ATTR_RO(nid);
+static struct kobj_attribute offline_report_attr = __ATTR_RO(offline_report);
 
 static struct attribute *shp_section_attrs[] = {
 	&start_pfn_attr.attr,
@@ -188,6 +754,7 @@ static struct attribute *shp_section_attrs[] = {
 	&state_attr.attr,
 	&zone_attr.attr,
 	&nid_attr.attr,
+	&offline_report_attr.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(shp_section);
@@ -373,6 +940,426 @@ static struct bus_type *shp_find_memory_bus(void)
 	return bus;
 }
 
+/* ---- event log (memory notifier) --------------------------------------- */
+
+#define SHP_NR_EVENTS	1024
+
+struct shp_event {
+	u64 time_ns;			/* CLOCK_BOOTTIME at the end */
+	u64 duration_ns;		/* GOING_* to the final event */
+	unsigned long block;
+	int from, to, result;
+	char zone[16];			/* after onlining; "-" otherwise */
+};
+
+/* Protects the ring and shp_pending (see the top comment). */
+static DEFINE_MUTEX(shp_event_lock);
+static struct shp_event *shp_events;
+static u64 shp_events_total;		/* ever recorded; ring index = total % N */
+
+static struct {
+	bool active;
+	unsigned long block;
+	int to;
+	u64 start_ns;
+} shp_pending;
+
+static void shp_event_begin(struct memory_notify *mn, int to)
+{
+	unsigned long block = pfn_to_section_nr(mn->start_pfn) / shp_sections_per_block;
+
+	mutex_lock(&shp_event_lock);
+	shp_pending.active = true;
+	shp_pending.block = block;
+	shp_pending.to = to;
+	shp_pending.start_ns = ktime_get_ns();
+	mutex_unlock(&shp_event_lock);
+	trace_block_going(block, mn->start_pfn, mn->nr_pages, to);
+}
+
+static void shp_event_end(struct memory_notify *mn, int to, int result)
+{
+	unsigned long block = pfn_to_section_nr(mn->start_pfn) / shp_sections_per_block;
+	struct page *page = shp_online_page(mn->start_pfn);
+	const char *zone = (page && to == SHP_BLOCK_ONLINE && result == SHP_RESULT_OK) ?
+			   page_zone(page)->name : "-";
+	/* from/to name the attempted change; a cancelled one ends in from. */
+	int from = to == SHP_BLOCK_ONLINE ? SHP_BLOCK_OFFLINE : SHP_BLOCK_ONLINE;
+	struct shp_event *ev;
+	u64 now = ktime_get_ns(), duration = 0;
+
+	mutex_lock(&shp_event_lock);
+	if (shp_pending.active && shp_pending.block == block && shp_pending.to == to)
+		duration = now - shp_pending.start_ns;
+	shp_pending.active = false;
+	ev = &shp_events[shp_events_total++ % SHP_NR_EVENTS];
+	ev->time_ns = ktime_get_boottime_ns();
+	ev->duration_ns = duration;
+	ev->block = block;
+	ev->from = from;
+	ev->to = to;
+	ev->result = result;
+	strscpy(ev->zone, zone, sizeof(ev->zone));
+	mutex_unlock(&shp_event_lock);
+	trace_block_transition(block, from, to, result, duration, zone);
+}
+
+static int shp_memory_notify(struct notifier_block *nb, unsigned long action,
+			     void *arg)
+{
+	struct memory_notify *mn = arg;
+
+	switch (action) {
+	case MEM_GOING_ONLINE:
+		shp_event_begin(mn, SHP_BLOCK_ONLINE);
+		break;
+	case MEM_GOING_OFFLINE:
+		shp_event_begin(mn, SHP_BLOCK_OFFLINE);
+		shp_isolated_notify(action, mn->start_pfn, mn->nr_pages);
+		break;
+	case MEM_ONLINE:
+		shp_event_end(mn, SHP_BLOCK_ONLINE, SHP_RESULT_OK);
+		break;
+	case MEM_CANCEL_ONLINE:
+		shp_event_end(mn, SHP_BLOCK_ONLINE, SHP_RESULT_CANCELLED);
+		break;
+	case MEM_OFFLINE:
+		shp_isolated_notify(action, mn->start_pfn, mn->nr_pages);
+		shp_event_end(mn, SHP_BLOCK_OFFLINE, SHP_RESULT_OK);
+		break;
+	case MEM_CANCEL_OFFLINE:
+		shp_isolated_notify(action, mn->start_pfn, mn->nr_pages);
+		shp_event_end(mn, SHP_BLOCK_OFFLINE, SHP_RESULT_CANCELLED);
+		break;
+	}
+	return NOTIFY_OK;
+}
+
+static struct notifier_block shp_memory_nb = {
+	.notifier_call = shp_memory_notify,
+};
+
+static const char *shp_state_name(int s)
+{
+	return s == SHP_BLOCK_ONLINE ? "online" : "offline";
+}
+
+static int shp_events_show(struct seq_file *m, void *v)
+{
+	struct shp_event *ev;
+	u64 i, first;
+
+	seq_puts(m, "# seq time_s block from to zone result duration_us\n");
+	mutex_lock(&shp_event_lock);
+	first = shp_events_total > SHP_NR_EVENTS ? shp_events_total - SHP_NR_EVENTS : 0;
+	for (i = first; i < shp_events_total; i++) {
+		ev = &shp_events[i % SHP_NR_EVENTS];
+		seq_printf(m, "%llu %llu.%06llu %lu %s %s %s %s %llu\n", i,
+			   ev->time_ns / NSEC_PER_SEC,
+			   (ev->time_ns % NSEC_PER_SEC) / NSEC_PER_USEC,
+			   ev->block, shp_state_name(ev->from),
+			   shp_state_name(ev->to), ev->zone,
+			   ev->result == SHP_RESULT_OK ? "ok" : "cancelled",
+			   ev->duration_ns / NSEC_PER_USEC);
+	}
+	mutex_unlock(&shp_event_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(shp_events);
+
+/* ---- debugfs section table ---------------------------------------------- */
+
+static int shp_sections_table_show(struct seq_file *m, void *v)
+{
+	struct shp_report *rep;
+	struct shp_section *sec;
+	char verdict[128];
+	unsigned long nr;
+	int i;
+
+	rep = kmalloc(sizeof(*rep), GFP_KERNEL);
+	if (!rep)
+		return -ENOMEM;
+	seq_puts(m, "section block state");
+	for (i = 0; i < SHP_NR_CLASSES; i++)
+		seq_printf(m, " %s", shp_class_names[i]);
+	seq_puts(m, " verdict\n");
+	/*
+	 * shp_lock keeps every listed section's block device, hence its
+	 * memmap, alive while we read it (removal waits in our DEL handler).
+	 */
+	mutex_lock(&shp_lock);
+	xa_for_each(&shp_sections, nr, sec) {
+		shp_section_report(nr, rep);
+		shp_report_verdict(rep, verdict, sizeof(verdict));
+		seq_printf(m, "%lu %lu %s", nr, shp_block_of(nr),
+			   shp_section_state(nr));
+		for (i = 0; i < SHP_NR_CLASSES; i++)
+			seq_printf(m, " %lu", rep->count[i]);
+		seq_printf(m, " %s\n", verdict);
+	}
+	mutex_unlock(&shp_lock);
+	kfree(rep);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(shp_sections_table);
+
+/* ---- hidden RAM: probe and remove ---------------------------------------- */
+
+#define SHP_MAX_RANGES	8
+
+/* [start, end) physical, block aligned; parsed from ranges= at load. */
+static struct {
+	u64 start, end;
+} shp_ranges[SHP_MAX_RANGES];
+static int shp_nr_ranges;
+
+/* A block added by probe. */
+struct shp_added {
+	struct list_head list;
+	u64 phys;
+};
+
+/* Protects shp_added; held across add and remove (see the top comment). */
+static DEFINE_MUTEX(shp_probe_lock);
+static LIST_HEAD(shp_added);
+
+/*
+ * The resource name lives in /proc/iomem as long as the memory: allocated,
+ * and freed at unload only if everything we added was removed.
+ */
+static const char *shp_resource_name;
+
+/* START-END or SIZE@START, comma separated; memparse() suffixes. */
+static int shp_parse_ranges(char *str)
+{
+	u64 bs = memory_block_size_bytes();
+	char *tok, *p;
+	u64 a, b;
+
+	while ((tok = strsep(&str, ","))) {
+		if (!*tok)
+			continue;
+		if (shp_nr_ranges == SHP_MAX_RANGES)
+			return -E2BIG;
+		a = memparse(tok, &p);
+		if (*p == '-') {
+			b = memparse(p + 1, &p);
+		} else if (*p == '@') {
+			u64 size = a;
+
+			a = memparse(p + 1, &p);
+			b = a + size;
+		} else {
+			return -EINVAL;
+		}
+		if (*p || b <= a || !IS_ALIGNED(a, bs) || !IS_ALIGNED(b, bs))
+			return -EINVAL;
+		shp_ranges[shp_nr_ranges].start = a;
+		shp_ranges[shp_nr_ranges].end = b;
+		shp_nr_ranges++;
+	}
+	return 0;
+}
+
+static bool shp_in_ranges(u64 start, u64 end)
+{
+	int i;
+
+	for (i = 0; i < shp_nr_ranges; i++)
+		if (start >= shp_ranges[i].start && end <= shp_ranges[i].end)
+			return true;
+	return false;
+}
+
+/* Reads a short sysfs file into @buf, trimmed. */
+static int shp_read_small(const char *path, char *buf, size_t size)
+{
+	struct file *file;
+	loff_t pos = 0;
+	ssize_t n;
+
+	file = filp_open(path, O_RDONLY, 0);
+	if (IS_ERR(file))
+		return PTR_ERR(file);
+	n = kernel_read(file, buf, size - 1, &pos);
+	filp_close(file, NULL);
+	if (n < 0)
+		return n;
+	buf[n] = '\0';
+	strim(buf);
+	return 0;
+}
+
+/*
+ * Is [start, end) inside one "System RAM" entry of the firmware memory map
+ * (/sys/firmware/memmap: the e820 table as the firmware gave it, before
+ * mem= and memmap= trimmed it)? Its entries are numbered from 0; removed
+ * hotplug entries may leave gaps, hence the miss budget.
+ */
+static bool shp_firmware_ram(u64 start, u64 end)
+{
+	char path[48], buf[32];
+	int i, misses = 0;
+	u64 s, e;
+
+	for (i = 0; misses < 8 && i < 4096; i++) {
+		snprintf(path, sizeof(path), "/sys/firmware/memmap/%d/type", i);
+		if (shp_read_small(path, buf, sizeof(buf))) {
+			misses++;
+			continue;
+		}
+		misses = 0;
+		if (strcmp(buf, "System RAM"))
+			continue;
+		snprintf(path, sizeof(path), "/sys/firmware/memmap/%d/start", i);
+		if (shp_read_small(path, buf, sizeof(buf)) || kstrtou64(buf, 0, &s))
+			continue;
+		snprintf(path, sizeof(path), "/sys/firmware/memmap/%d/end", i);
+		if (shp_read_small(path, buf, sizeof(buf)) || kstrtou64(buf, 0, &e))
+			continue;
+		if (s <= start && end - 1 <= e)	/* e is inclusive */
+			return true;
+	}
+	return false;
+}
+
+static struct shp_added *shp_find_added(u64 phys)
+{
+	struct shp_added *a;
+
+	lockdep_assert_held(&shp_probe_lock);
+	list_for_each_entry(a, &shp_added, list)
+		if (a->phys == phys)
+			return a;
+	return NULL;
+}
+
+static int shp_probe(u64 phys)
+{
+	u64 bs = memory_block_size_bytes();
+	struct shp_added *a;
+	int ret;
+
+	if (!IS_ALIGNED(phys, bs))
+		return -EINVAL;
+	if (!shp_in_ranges(phys, phys + bs))
+		return -ERANGE;
+	mutex_lock(&shp_probe_lock);
+	if (shp_find_added(phys) || present_section_nr(pfn_to_section_nr(PHYS_PFN(phys))) ||
+	    region_intersects(phys, bs, IORESOURCE_SYSTEM_RAM, IORES_DESC_NONE) !=
+	    REGION_DISJOINT) {
+		ret = -EEXIST;
+		goto out;
+	}
+	if (!shp_firmware_ram(phys, phys + bs)) {
+		ret = -ENXIO;
+		goto out;
+	}
+	a = kzalloc(sizeof(*a), GFP_KERNEL);
+	if (!a) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	/* Onlines inside the call if auto_online_blocks says so. */
+	ret = add_memory_driver_managed(memory_add_physaddr_to_nid(phys), phys,
+					bs, shp_resource_name, MHP_NONE);
+	if (ret) {
+		kfree(a);
+		goto out;
+	}
+	a->phys = phys;
+	list_add_tail(&a->list, &shp_added);
+out:
+	mutex_unlock(&shp_probe_lock);
+	return ret;
+}
+
+static int shp_remove(u64 phys)
+{
+	struct shp_added *a;
+	int ret;
+
+	if (!IS_ALIGNED(phys, memory_block_size_bytes()))
+		return -EINVAL;
+	mutex_lock(&shp_probe_lock);
+	a = shp_find_added(phys);
+	if (!a) {
+		ret = -ENOENT;
+		goto out;
+	}
+	ret = offline_and_remove_memory(phys, memory_block_size_bytes());
+	if (!ret) {
+		list_del(&a->list);
+		kfree(a);
+	}
+out:
+	mutex_unlock(&shp_probe_lock);
+	return ret;
+}
+
+/* Unload: remove what we added; what cannot go stays, named (leaked). */
+static bool shp_remove_all(void)
+{
+	struct shp_added *a, *tmp;
+	bool all = true;
+	int ret;
+
+	mutex_lock(&shp_probe_lock);
+	list_for_each_entry_safe(a, tmp, &shp_added, list) {
+		ret = offline_and_remove_memory(a->phys, memory_block_size_bytes());
+		if (ret) {
+			pr_warn("memory block at %#llx stays added: offline_and_remove_memory: %d\n",
+				a->phys, ret);
+			all = false;
+		}
+		list_del(&a->list);
+		kfree(a);
+	}
+	mutex_unlock(&shp_probe_lock);
+	return all;
+}
+
+static ssize_t shp_hidden_ram_store(const char *buf, size_t count, bool add)
+{
+	u64 t0 = ktime_get_ns();
+	u64 phys;
+	int ret;
+
+	ret = kstrtou64(buf, 0, &phys);
+	if (ret)
+		return ret;
+	ret = add ? shp_probe(phys) : shp_remove(phys);
+	trace_hidden_ram(add, phys, ret, ktime_get_ns() - t0);
+	return ret ? ret : count;
+}
+
+static ssize_t probe_store(struct kobject *kobj, struct kobj_attribute *attr,
+			   const char *buf, size_t count)
+{
+	return shp_hidden_ram_store(buf, count, true);
+}
+
+static ssize_t remove_store(struct kobject *kobj, struct kobj_attribute *attr,
+			    const char *buf, size_t count)
+{
+	return shp_hidden_ram_store(buf, count, false);
+}
+
+/* The blocks probe added, one physical address a line. */
+static ssize_t probed_show(struct kobject *kobj, struct kobj_attribute *attr,
+			   char *buf)
+{
+	struct shp_added *a;
+	int len = 0;
+
+	mutex_lock(&shp_probe_lock);
+	list_for_each_entry(a, &shp_added, list)
+		len += sysfs_emit_at(buf, len, "%#llx\n", a->phys);
+	mutex_unlock(&shp_probe_lock);
+	return len;
+}
+
 /* ---- root attributes --------------------------------------------------- */
 
 static ssize_t section_size_bytes_show(struct kobject *kobj,
@@ -389,10 +1376,16 @@ static ssize_t block_size_bytes_show(struct kobject *kobj,
 
 static struct kobj_attribute section_size_bytes_attr = __ATTR_RO(section_size_bytes);
 static struct kobj_attribute block_size_bytes_attr = __ATTR_RO(block_size_bytes);
+static struct kobj_attribute probe_attr = __ATTR_WO(probe);
+static struct kobj_attribute remove_attr = __ATTR_WO(remove);
+static struct kobj_attribute probed_attr = __ATTR_RO(probed);
 
 static struct attribute *shp_root_attrs[] = {
 	&section_size_bytes_attr.attr,
 	&block_size_bytes_attr.attr,
+	&probe_attr.attr,
+	&remove_attr.attr,
+	&probed_attr.attr,
 	NULL,
 };
 
@@ -426,11 +1419,25 @@ static const struct file_operations shp_provoke_warning_fops = {
 
 static int __init sparse_hotplug_init(void)
 {
+	char *str;
 	int ret;
 
 	shp_sections_per_block = memory_block_size_bytes() >> SECTION_SIZE_BITS;
 	if (!shp_sections_per_block)
 		return -EINVAL;
+
+	if (ranges) {
+		str = kstrdup(ranges, GFP_KERNEL);
+		if (!str)
+			return -ENOMEM;
+		ret = shp_parse_ranges(str);
+		kfree(str);
+		if (ret) {
+			pr_err("ranges=%s: want START-END or SIZE@START, comma separated, %#lx aligned, at most %d\n",
+			       ranges, memory_block_size_bytes(), SHP_MAX_RANGES);
+			return ret;
+		}
+	}
 
 	shp_memory_bus = shp_find_memory_bus();
 	if (!shp_memory_bus) {
@@ -438,17 +1445,24 @@ static int __init sparse_hotplug_init(void)
 		return -ENODEV;
 	}
 
+	shp_events = kvcalloc(SHP_NR_EVENTS, sizeof(*shp_events), GFP_KERNEL);
+	shp_resource_name = kstrdup_const("System RAM (sparse_hotplug)", GFP_KERNEL);
+	if (!shp_events || !shp_resource_name) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+
+	ret = register_memory_notifier(&shp_memory_nb);
+	if (ret)
+		goto out_free;
+
+	ret = -ENOMEM;
 	shp_root_kobj = kobject_create_and_add("sparse_hotplug", kernel_kobj);
 	if (!shp_root_kobj)
-		return -ENOMEM;
-	ret = sysfs_create_group(shp_root_kobj, &shp_root_group);
-	if (ret)
-		goto out_put_root;
+		goto out_unregister_memory;
 	shp_sections_kobj = kobject_create_and_add("sections", shp_root_kobj);
-	if (!shp_sections_kobj) {
-		ret = -ENOMEM;
+	if (!shp_sections_kobj)
 		goto out_put_root;
-	}
 
 	/*
 	 * Watch first, then scan: a block added in between is seen twice,
@@ -461,36 +1475,65 @@ static int __init sparse_hotplug_init(void)
 	ret = shp_scan_all();
 	mutex_unlock(&shp_lock);
 	if (ret)
-		goto out_unregister;
+		goto out_unregister_bus;
+	ret = sysfs_create_group(shp_root_kobj, &shp_root_group);
+	if (ret)
+		goto out_unregister_bus;
 
 	shp_debugfs = debugfs_create_dir("sparse_hotplug", NULL);
+	debugfs_create_file("sections", 0400, shp_debugfs, NULL,
+			    &shp_sections_table_fops);
+	debugfs_create_file("events", 0400, shp_debugfs, NULL, &shp_events_fops);
 	if (selftest_warn)
 		debugfs_create_file("provoke_warning", 0200, shp_debugfs, NULL,
 				    &shp_provoke_warning_fops);
 
-	pr_info("%lu sections of %lu MiB, %lu per memory block\n",
+	pr_info("%lu sections of %lu MiB, %lu per memory block, %d hidden RAM range(s)\n",
 		shp_count_sections(),
-		(PAGES_PER_SECTION << PAGE_SHIFT) >> 20, shp_sections_per_block);
+		(PAGES_PER_SECTION << PAGE_SHIFT) >> 20, shp_sections_per_block,
+		shp_nr_ranges);
 	return 0;
 
-out_unregister:
+out_unregister_bus:
 	bus_unregister_notifier(shp_memory_bus, &shp_memory_bus_nb);
 	shp_del_all();
 out_put_sections:
 	kobject_put(shp_sections_kobj);
 out_put_root:
 	kobject_put(shp_root_kobj);
+out_unregister_memory:
+	unregister_memory_notifier(&shp_memory_nb);
+out_free:
+	kfree_const(shp_resource_name);
+	kvfree(shp_events);
 	return ret;
 }
 
+/*
+ * Teardown order: debugfs readers and probe/remove writers are drained
+ * first, then what probe added is removed (our notifiers still watch),
+ * then the section directories go (draining isolate/release writers),
+ * isolated sections are given back, and only then the memory notifier,
+ * which an offline of an isolated section still needs, is unregistered.
+ */
 static void __exit sparse_hotplug_exit(void)
 {
+	bool all_removed;
+
 	debugfs_remove_recursive(shp_debugfs);
+	sysfs_remove_group(shp_root_kobj, &shp_root_group);
+	all_removed = shp_remove_all();
 	bus_unregister_notifier(shp_memory_bus, &shp_memory_bus_nb);
 	shp_del_all();
 	xa_destroy(&shp_sections);
+	shp_release_all();
+	unregister_memory_notifier(&shp_memory_nb);
 	kobject_put(shp_sections_kobj);
 	kobject_put(shp_root_kobj);
+	kvfree(shp_events);
+	if (all_removed)
+		kfree_const(shp_resource_name);
+	/* else /proc/iomem still names memory we could not remove */
 }
 
 module_init(sparse_hotplug_init);
@@ -498,4 +1541,4 @@ module_exit(sparse_hotplug_exit);
 
 MODULE_LICENSE("GPL");
 MODULE_AUTHOR("memhp-lab");
-MODULE_DESCRIPTION("Memory sections as sysfs objects: state, zone, node, block");
+MODULE_DESCRIPTION("Memory sections as sysfs objects: state, controls, offline report, hidden RAM probe, event log");

@@ -3,8 +3,10 @@
 #
 # sparse_hotplug's view of the boot memory agrees with the core's:
 # sizes, one directory per present section, each section's block, state,
-# zone and node matching /sys/devices/system/memory, and its files refuse
-# writes. (The hot-add path is checked by acpi_dimm.sh.)
+# zone and node matching /sys/devices/system/memory; read-only files refuse
+# writes and the writable state refuses bad input, each keeping its value.
+# (The hot-add path is checked by acpi_dimm.sh, the state controls by
+# sparse_hotplug_controls.sh.)
 
 . "$(dirname "$0")/lib.sh"
 
@@ -60,6 +62,7 @@ ktap_print_msg "section0 zone: $(cat $SHP/sections/section0/zone), nr_pages $(ca
 ktap_test_result "nr_pages is 32768 for a full section" \
 	[ "$(cat $SHP/sections/section1/nr_pages)" = 32768 ]
 
+# state is writable (sparse_hotplug_controls.sh) but "0" is no command.
 bad=0
 for f in $SHP/block_size_bytes $SHP/sections/section1/state $SHP/sections/section1/start_pfn; do
 	before=$(cat "$f")
@@ -69,7 +72,7 @@ for f in $SHP/block_size_bytes $SHP/sections/section1/state $SHP/sections/sectio
 	fi
 	[ "$(cat "$f")" = "$before" ] || bad=1
 done
-ktap_test_result "read-only files refuse writes and keep their value" [ $bad = 0 ]
+ktap_test_result "read-only files and state refuse bad writes and keep their value" [ $bad = 0 ]
 
 memhp_unload sparse_hotplug
 ktap_finished

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * memhp_churn: a memory workload that keeps rewriting and checking its
+ * data while memory is hotplugged (or isolated) under it.
+ *
+ *   memhp_churn SIZE_MIB FIRST_PFN END_PFN READY_FILE
+ *
+ * Maps SIZE_MIB of anonymous memory and loops: fill it with a pattern
+ * that depends on the pass, sum it (checksum), sum it again and compare
+ * with the sum computed from the pattern. After the first pass it writes
+ * to READY_FILE how many of its pages lie in [FIRST_PFN, END_PFN)
+ * (/proc/self/pagemap, root only). On SIGUSR1 it finishes the pass and
+ * prints passes, mismatches and the pages left in the range; exit 0 when
+ * every pass verified.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define PAGEMAP_PFN_MASK	0x007fffffffffffffULL	/* bits 0-54 */
+#define PAGEMAP_PRESENT		0x8000000000000000ULL	/* bit 63 */
+
+/* SIGUSR1 is blocked and polled once a pass. */
+static int stop_requested(void)
+{
+	sigset_t pending;
+
+	return !sigpending(&pending) && sigismember(&pending, SIGUSR1);
+}
+
+static uint64_t pattern(size_t i, uint64_t pass)
+{
+	return (i * 0x9e3779b97f4a7c15ULL) ^ (pass * 0xc2b2ae3d27d4eb4fULL);
+}
+
+static long count_in_range(const void *buf, size_t size, uint64_t first,
+			   uint64_t end)
+{
+	long page_size = sysconf(_SC_PAGESIZE), in = 0;
+	size_t pages = size / page_size, i;
+	uint64_t entry;
+	int fd;
+
+	fd = open("/proc/self/pagemap", O_RDONLY);
+	if (fd < 0)
+		return -errno;
+	for (i = 0; i < pages; i++) {
+		if (pread(fd, &entry, sizeof(entry),
+			  ((uintptr_t)buf / page_size + i) * sizeof(entry)) != sizeof(entry))
+			break;
+		if ((entry & PAGEMAP_PRESENT) &&
+		    (entry & PAGEMAP_PFN_MASK) >= first && (entry & PAGEMAP_PFN_MASK) < end)
+			in++;
+	}
+	close(fd);
+	return in;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t first, end, pass, expect, sum, mismatches = 0;
+	size_t size, n, i;
+	uint64_t *words;
+	long in;
+	sigset_t usr1;
+	FILE *f;
+	int stop = 0;
+
+	if (argc != 5) {
+		fprintf(stderr, "usage: %s SIZE_MIB FIRST_PFN END_PFN READY_FILE\n", argv[0]);
+		return 2;
+	}
+	size = strtoull(argv[1], NULL, 0) << 20;
+	first = strtoull(argv[2], NULL, 0);
+	end = strtoull(argv[3], NULL, 0);
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &usr1, NULL);
+
+	words = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (words == MAP_FAILED) {
+		perror("mmap");
+		return 1;
+	}
+	n = size / sizeof(*words);
+	for (pass = 0; !stop; pass++) {
+		expect = 0;
+		for (i = 0; i < n; i++) {
+			words[i] = pattern(i, pass);
+			expect += words[i] ^ i;
+		}
+		sum = 0;
+		for (i = 0; i < n; i++)
+			sum += words[i] ^ i;
+		if (sum != expect)
+			mismatches++;
+		if (pass >= 1)
+			stop = stop_requested();
+		if (pass == 0) {
+			in = count_in_range(words, size, first, end);
+			printf("# churn: %zu MiB, %ld pages in pfn [%#llx, %#llx)\n",
+			       size >> 20, in, (unsigned long long)first,
+			       (unsigned long long)end);
+			fflush(stdout);
+			f = fopen(argv[4], "w");
+			if (!f)
+				return 1;
+			fprintf(f, "%ld\n", in);
+			fclose(f);
+		}
+	}
+	in = count_in_range(words, size, first, end);
+	printf("# churn: %llu passes, %llu checksum mismatches, %ld pages left in the range\n",
+	       (unsigned long long)pass, (unsigned long long)mismatches, in);
+	return mismatches ? 1 : 0;
+}

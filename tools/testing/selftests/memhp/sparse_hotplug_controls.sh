@@ -1,0 +1,228 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# sparse_hotplug's section controls on an ACPI DIMM, driven only through
+# /sys/kernel/sparse_hotplug: a 1 GiB pc-dimm is added (memhp-qmp), its
+# blocks are onlined to ZONE_MOVABLE by writing the sections' state, every
+# section is isolated and released while a workload rewrites and checksums
+# its data in that memory, a block whose section is isolated is offlined,
+# the rest are offlined, and device_del then succeeds. Every error path of
+# the state file is checked on the way, and the event log must show each
+# transition.
+
+. "$(dirname "$0")/lib.sh"
+
+DIMM_SIZE=$((1 << 30))
+SHP=/sys/kernel/sparse_hotplug
+EVENTS=/sys/kernel/debug/sparse_hotplug/events
+
+memhp_require_guest
+ktap_print_header
+ktap_set_plan 16
+
+tmp=$(mktemp -d)
+cleanup()
+{
+	[ -n "$churn" ] && kill "$churn" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# try_write FILE VALUE: "ok", or the error text of the failed write.
+try_write()
+{
+	local out
+
+	out=$( { echo "$2" > "$1"; } 2>&1 ) && { echo ok; return; }
+	echo "${out##*: }"
+}
+
+# expect_errno FILE VALUE ERRTEXT: the write fails with ERRTEXT and the
+# file's content stays.
+expect_errno()
+{
+	local before after got
+
+	before=$(cat "$1")
+	got=$(try_write "$1" "$2")
+	after=$(cat "$1")
+	if [ "$got" != "$3" ] || [ "$before" != "$after" ]; then
+		ktap_print_msg "'$2' > $1: got '$got' (want '$3'), '$before' -> '$after'"
+		return 1
+	fi
+}
+
+memhp_load sparse_hotplug || ktap_exit_fail_msg "cannot load sparse_hotplug"
+set_auto_online offline
+mount -t debugfs none /sys/kernel/debug 2>/dev/null
+mount -t tracefs none /sys/kernel/tracing 2>/dev/null
+
+memtotal0=$(meminfo_kb MemTotal)
+memory_blocks > "$tmp/blocks0"
+bs=$(block_size_bytes)
+spb=$((bs / 0x$(cat $SHP/section_size_bytes)))
+sec_kb=$((0x$(cat $SHP/section_size_bytes) / 1024))
+events0=$(grep -vc '^#' $EVENTS)
+
+# 1: device_add, blocks offline
+memhp-qmp object-add qom-type=memory-backend-ram id=shp-mem0 size=$DIMM_SIZE >/dev/null &&
+	memhp-qmp device_add driver=pc-dimm id=shp-dimm0 memdev=shp-mem0 >/dev/null ||
+	ktap_exit_fail_msg "device_add failed"
+new_blocks_appeared()
+{
+	memory_blocks > "$tmp/blocks1"
+	comm -13 <(sort "$tmp/blocks0") <(sort "$tmp/blocks1") | sort -n > "$tmp/new"
+	[ "$(wc -l < "$tmp/new")" -eq $((DIMM_SIZE / bs)) ]
+}
+wait_for 30 new_blocks_appeared || ktap_exit_fail_msg "the DIMM's blocks did not appear"
+new=$(cat "$tmp/new")
+sections=$(for b in $new; do seq $((b * spb)) $((b * spb + spb - 1)); done)
+first_block=$(head -n1 "$tmp/new")
+last_block=$(tail -n1 "$tmp/new")
+first_pfn=$((first_block * bs / 4096))
+end_pfn=$(((last_block + 1) * bs / 4096))
+ok=1
+for s in $sections; do
+	[ "$(cat $SHP/sections/section$s/state)" = offline ] || ok=0
+done
+ktap_test_result "device_add: $(echo $new | wc -w) blocks, sections offline" [ $ok = 1 ]
+
+# 2: errors on an offline section
+s0=$(echo $sections | cut -d' ' -f1)
+f=$SHP/sections/section$s0/state
+ktap_test_result "offline section: bad words, isolate and release refused (EINVAL)" eval \
+	'expect_errno $f bogus "Invalid argument" && expect_errno $f "" "Invalid argument" &&
+	 expect_errno $f "online_movable x" "Invalid argument" &&
+	 expect_errno $f isolate "Invalid argument" && expect_errno $f release "Invalid argument" &&
+	 expect_errno $f offline "Invalid argument"'
+
+# 3: online_movable through the sections only
+ok=1
+for s in $sections; do
+	[ "$(block_state $((s / spb)))" = online ] && continue
+	[ "$(try_write $SHP/sections/section$s/state online_movable)" = ok ] || ok=0
+done
+for b in $new; do
+	[ "$(block_state "$b")" = online ] || ok=0
+	[ "$(cat $SHP/sections/section$((b * spb))/zone)" = Movable ] || ok=0
+done
+memtotal1=$(meminfo_kb MemTotal)
+ktap_print_msg "MemTotal $memtotal0 kB -> $memtotal1 kB"
+ktap_test_result "online_movable via sections: blocks online, zone Movable, +1 GiB" \
+	eval '[ $ok = 1 ] && [ $((memtotal1 - memtotal0)) -eq $((DIMM_SIZE / 1024)) ]'
+
+# 4: the core's refusals come through, nothing changes
+ktap_test_result "online section: online again and release refused (EINVAL)" eval \
+	'expect_errno $f online "Invalid argument" && expect_errno $f online_kernel "Invalid argument" &&
+	 expect_errno $f release "Invalid argument"'
+
+# 5: the event log saw every onlining
+n=$(awk -v b="$first_block" -v l="$last_block" \
+	'!/^#/ && $3 >= b && $3 <= l && $4 == "offline" && $5 == "online" && $6 == "Movable" && $7 == "ok"' $EVENTS | wc -l)
+ktap_print_msg "events: $n offline->online Movable ok for the DIMM's blocks"
+ktap_test_result "event log: one offline->online per block" [ "$n" -eq "$(echo $new | wc -w)" ]
+
+# 6: a workload fills and checksums memory in the DIMM
+"$(memhp_bin memhp_churn)" 384 $first_pfn $end_pfn "$tmp/ready" > "$tmp/churn.log" &
+churn=$!
+wait_for 120 test -s "$tmp/ready"
+in_range=$(cat "$tmp/ready" 2>/dev/null || echo 0)
+head -n1 "$tmp/churn.log"
+ktap_test_result "workload running with $in_range pages in the DIMM" [ "${in_range:-0}" -gt 0 ]
+
+# 7: isolate one section: state, MemTotal, report
+s1=$(echo $sections | cut -d' ' -f2)
+f1=$SHP/sections/section$s1/state
+m0=$(meminfo_kb MemTotal)
+r=$(try_write $f1 isolate)
+m1=$(meminfo_kb MemTotal)
+ktap_print_msg "isolate section$s1: $r, MemTotal $m0 -> $m1 kB"
+ktap_test_result "isolate: state isolated, MemTotal -128 MiB, report counts it" eval \
+	'[ "$r" = ok ] && [ "$(cat $f1)" = isolated ] && [ $((m0 - m1)) -eq $sec_kb ] &&
+	 grep -qx "isolated 32768" $SHP/sections/section$s1/offline_report &&
+	 grep -qx "verdict offlinable" $SHP/sections/section$s1/offline_report'
+
+# 8: isolate twice, online while isolated
+ktap_test_result "isolated section: isolate again (EEXIST), online (EINVAL) refused" eval \
+	'expect_errno $f1 isolate "File exists" && expect_errno $f1 online "Invalid argument"'
+
+# 9: release gives it back
+r=$(try_write $f1 release)
+ktap_test_result "release: state online, MemTotal back" eval \
+	'[ "$r" = ok ] && [ "$(cat $f1)" = online ] && [ "$(meminfo_kb MemTotal)" = "$m0" ]'
+
+# 10: isolate and release every section while the workload runs
+ok=1
+for s in $sections; do
+	r=$(try_write $SHP/sections/section$s/state isolate)
+	[ "$r" = ok ] || { ktap_print_msg "isolate section$s: $r"; ok=0; continue; }
+	r=$(try_write $SHP/sections/section$s/state release)
+	[ "$r" = ok ] || { ktap_print_msg "release section$s: $r"; ok=0; }
+done
+ktap_test_result "isolate+release of every section under the workload" [ $ok = 1 ]
+
+# 11: the workload's data survived
+kill -USR1 "$churn"
+wait "$churn"
+rc=$?
+churn=
+tail -n1 "$tmp/churn.log"
+ktap_test_result "workload checksums all verified" [ $rc = 0 ]
+
+# 12: a block whose sections are all isolated goes offline
+b=$last_block
+for s in $(seq $((b * spb)) $((b * spb + spb - 1))); do
+	try_write $SHP/sections/section$s/state isolate > /dev/null
+done
+iso=$(cat $SHP/sections/section$((b * spb))/state)
+r=$(try_write $SHP/sections/section$((b * spb))/state offline)
+ktap_print_msg "block $b: $iso, offline: $r"
+ktap_test_result "offline of a block whose sections are isolated" eval \
+	'[ "$iso" = isolated ] && [ "$r" = ok ] && [ "$(block_state $b)" = offline ] &&
+	 [ "$(cat $SHP/sections/section$((b * spb))/state)" = offline ]'
+
+# 13: offline the rest through the sections
+ok=1
+for s in $sections; do
+	[ "$(block_state $((s / spb)))" = offline ] && continue
+	r=$(try_write $SHP/sections/section$s/state offline)
+	[ "$r" = ok ] || { ktap_print_msg "offline section$s: $r"; ok=0; }
+done
+ktap_test_result "offline every block via sections, MemTotal back" \
+	eval '[ $ok = 1 ] && [ "$(meminfo_kb MemTotal)" = "$memtotal0" ]'
+
+# 14: the event log saw every offlining, with durations
+n=$(awk -v b="$first_block" -v l="$last_block" \
+	'!/^#/ && $3 >= b && $3 <= l && $4 == "online" && $5 == "offline" && $7 == "ok" && $8 > 0' $EVENTS | wc -l)
+ktap_print_msg "events: $(($(grep -vc '^#' $EVENTS) - events0)) new, $n online->offline ok"
+tail -n3 $EVENTS | sed 's/^/# /'
+ktap_test_result "event log: one online->offline per block" [ "$n" -eq "$(echo $new | wc -w)" ]
+
+# 15: device_del succeeds after the module did all the work
+blocks_gone()
+{
+	local b
+
+	for b in $new; do
+		[ -e "$MEMORY_SYSFS/memory$b" ] && return 1
+	done
+	return 0
+}
+if memhp-qmp device_del id=shp-dimm0 >/dev/null &&
+   memhp-qmp x-memhp-wait-event event=DEVICE_DELETED 'match={"device":"shp-dimm0"}' timeout=60 >/dev/null &&
+   wait_for 30 blocks_gone && memhp-qmp object-del id=shp-mem0 >/dev/null; then
+	ktap_test_result "device_del: DIMM gone, section directories gone" \
+		[ ! -e $SHP/sections/section$s0 ]
+else
+	ktap_test_fail "device_del: DIMM gone, section directories gone"
+fi
+
+# 16: tracepoints are there for perf and bpftrace
+ok=1
+for e in block_going block_transition section_control hidden_ram; do
+	[ -d /sys/kernel/tracing/events/sparse_hotplug/$e ] || ok=0
+done
+ktap_test_result "tracepoints sparse_hotplug:* registered" [ $ok = 1 ]
+
+memhp_unload sparse_hotplug
+ktap_finished
