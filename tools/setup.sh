@@ -115,6 +115,14 @@ if [ ! -f "$KSRC_STAMP" ] || [ "$SRC_TAR" -nt "$KSRC_STAMP" ]; then
 	fi
 fi
 
+# The kselftest runner, where our lib.mk users look for it (see the
+# selftests Makefiles): tools/testing/kselftest -> build/ksrc/...
+link="$TOP/tools/testing/kselftest"
+if [ "$(readlink "$link" 2>/dev/null)" != "../../build/ksrc/tools/testing/selftests/kselftest" ]; then
+	missing+=("link tools/testing/kselftest")
+	[ "$check_only" = 1 ] || ln -sfn ../../build/ksrc/tools/testing/selftests/kselftest "$link"
+fi
+
 # --- python venv ---------------------------------------------------------------
 venv_stamp="$VENV/.memhp-requirements"
 if [ ! -x "$VENV/bin/python" ] || ! cmp -s "$REQ" "$venv_stamp"; then
