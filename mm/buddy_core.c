@@ -302,7 +302,25 @@ static int bs_resize_maps(struct bs_arena *a, unsigned long nstart,
 	}
 	for (o = 0; o < BS_TOP_ORDER; o++) {
 		unsigned long bits = a->span_pages >> (o + 1), i;
+		long delta = ((long)a->span_start - (long)nstart) /
+			     (2L << o);
 
+		/*
+		 * Bits outside the new span are all clear (removed sections
+		 * clear theirs), so whole words may move when they align.
+		 */
+		if (a->span_pages && !(delta % (long)BS_LONG_BITS)) {
+			long dw = delta / (long)BS_LONG_BITS, nw;
+			size_t old_longs = bs_map_longs(a->span_pages, o);
+			size_t new_longs = bs_map_longs(nend - nstart, o);
+
+			for (i = 0; i < old_longs; i++) {
+				nw = (long)i + dw;
+				if (nw >= 0 && nw < (long)new_longs)
+					new[o][nw] = a->map[o][i];
+			}
+			bits = 0;
+		}
 		for (i = 0; i < bits; i++) {
 			unsigned long pos = a->span_start + (i << (o + 1));
 
