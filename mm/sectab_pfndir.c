@@ -10,6 +10,10 @@
  *	leaf			a mixed chunk: a leaf of one segment pointer
  *				per pfn (NULL in holes).
  *
+ * Leaf words are biased by the chunk's first pfn, as Linux encodes
+ * section_mem_map: leaf->pg - chunk_start, so a lookup indexes the word with
+ * the pfn itself.
+ *
  * A lookup is the flat array's load plus one load from the directory, which
  * is small enough to stay in the L1 cache (8 bytes per 16 MiB); plug and
  * unplug work on any page range; memory is 8 bytes per 16 MiB of address
@@ -28,7 +32,21 @@ struct pfndir_leaf {
 
 /* Empty chunks point here, so a lookup needs no test for them. */
 static const struct pfndir_leaf pfndir_empty;
-#define PFNDIR_EMPTY	((unsigned long)&pfndir_empty)
+
+/* The directory word of chunk @i for @leaf, and back. */
+static unsigned long leaf_word(unsigned long i, const struct pfndir_leaf *leaf)
+{
+	return (unsigned long)leaf->pg -
+	       (i << SECTAB_PFNDIR_SHIFT) * sizeof(leaf->pg[0]);
+}
+
+static struct pfndir_leaf *word_leaf(unsigned long i, unsigned long w)
+{
+	return (struct pfndir_leaf *)(w + (i << SECTAB_PFNDIR_SHIFT) *
+				      sizeof(struct sectab_seg *));
+}
+
+#define PFNDIR_EMPTY(i)	leaf_word(i, &pfndir_empty)
 
 struct sectab_pfndir {
 	struct sectab t;
@@ -41,10 +59,10 @@ static struct sectab_pfndir *to_pfndir(const struct sectab *t)
 	return container_of(t, struct sectab_pfndir, t);
 }
 
-/* A leaf of this table's own (to fill and free). */
-static bool entry_is_leaf(unsigned long e)
+/* Whether chunk @i's word @e is a leaf of this table's own. */
+static bool entry_is_leaf(unsigned long i, unsigned long e)
 {
-	return e != PFNDIR_EMPTY && !(e & PFNDIR_UNIFORM);
+	return !(e & PFNDIR_UNIFORM) && e != PFNDIR_EMPTY(i);
 }
 
 static int sectab_pfndir_init(struct sectab *t)
@@ -58,8 +76,8 @@ static void sectab_pfndir_fini(struct sectab *t)
 	unsigned long i;
 
 	for (i = 0; i < d->nr_dir; i++)
-		if (entry_is_leaf(d->dir[i]))
-			memhp_free((void *)d->dir[i]);
+		if (entry_is_leaf(i, d->dir[i]))
+			memhp_free(word_leaf(i, d->dir[i]));
 	memhp_free(d->dir);
 }
 
@@ -70,7 +88,7 @@ static int make_leaf(struct sectab *t, unsigned long i)
 	unsigned long e = d->dir[i], k;
 	struct pfndir_leaf *leaf;
 
-	if (entry_is_leaf(e))
+	if (entry_is_leaf(i, e))
 		return 0;
 	leaf = memhp_zalloc(sizeof(*leaf));
 	if (!leaf)
@@ -81,7 +99,7 @@ static int make_leaf(struct sectab *t, unsigned long i)
 		leaf->used = PFNDIR_PAGES;
 	}
 	t->index_bytes += sizeof(*leaf);
-	d->dir[i] = (unsigned long)leaf;
+	d->dir[i] = leaf_word(i, leaf);
 	return 0;
 }
 
@@ -89,8 +107,8 @@ static void set_entry(struct sectab *t, unsigned long i, unsigned long e)
 {
 	struct sectab_pfndir *d = to_pfndir(t);
 
-	if (entry_is_leaf(d->dir[i])) {
-		memhp_free((void *)d->dir[i]);
+	if (entry_is_leaf(i, d->dir[i])) {
+		memhp_free(word_leaf(i, d->dir[i]));
 		t->index_bytes -= sizeof(struct pfndir_leaf);
 	}
 	d->dir[i] = e;
@@ -114,7 +132,7 @@ static int sectab_pfndir_prepare(struct sectab *t, unsigned long start,
 		if (d->nr_dir)
 			memcpy(dir, d->dir, d->nr_dir * sizeof(*dir));
 		for (k = d->nr_dir; k < nr; k++)
-			dir[k] = PFNDIR_EMPTY;
+			dir[k] = PFNDIR_EMPTY(k);
 		memhp_free(d->dir);
 		t->index_bytes += (nr - d->nr_dir) * sizeof(*dir);
 		d->dir = dir;
@@ -135,11 +153,11 @@ static int sectab_pfndir_prepare(struct sectab *t, unsigned long start,
 /* Back to a compact word if a leaf became empty or uniform. */
 static void normalize(struct sectab *t, unsigned long i)
 {
-	struct pfndir_leaf *leaf = (struct pfndir_leaf *)to_pfndir(t)->dir[i];
+	struct pfndir_leaf *leaf = word_leaf(i, to_pfndir(t)->dir[i]);
 	unsigned long k;
 
 	if (!leaf->used) {
-		set_entry(t, i, PFNDIR_EMPTY);
+		set_entry(t, i, PFNDIR_EMPTY(i));
 		return;
 	}
 	if (leaf->used != PFNDIR_PAGES)
@@ -163,13 +181,13 @@ static void sectab_pfndir_paint(struct sectab *t, unsigned long a, unsigned long
 
 		if (hi - lo == PFNDIR_PAGES) {
 			set_entry(t, i, seg ? (unsigned long)seg |
-					      PFNDIR_UNIFORM : PFNDIR_EMPTY);
+					      PFNDIR_UNIFORM : PFNDIR_EMPTY(i));
 			continue;
 		}
 		/* prepare() made every partly covered chunk a leaf. */
-		if (memhp_warn_on(!entry_is_leaf(d->dir[i])))
+		if (memhp_warn_on(!entry_is_leaf(i, d->dir[i])))
 			continue;
-		leaf = (struct pfndir_leaf *)d->dir[i];
+		leaf = word_leaf(i, d->dir[i]);
 		for (; lo < hi; lo++) {
 			struct sectab_seg **pg = &leaf->pg[lo & PFNDIR_MASK];
 
@@ -187,7 +205,7 @@ static void sectab_pfndir_commit(struct sectab *t, unsigned long start,
 
 	sectab_walk_pieces(t, sectab_pfndir_paint, start, end);
 	for (i = start >> SECTAB_PFNDIR_SHIFT; i <= last; i++)
-		if (entry_is_leaf(d->dir[i]))
+		if (entry_is_leaf(i, d->dir[i]))
 			normalize(t, i);
 }
 
@@ -202,7 +220,7 @@ struct sectab_seg *sectab_pfndir_find(const struct sectab *t,
 		return NULL;
 	e = d->dir[i];
 	if (likely(!(e & PFNDIR_UNIFORM))) {
-		seg = ((const struct pfndir_leaf *)e)->pg[pfn & PFNDIR_MASK];
+		seg = ((struct sectab_seg *const *)e)[pfn];
 		if (!seg)
 			return NULL;
 	} else {
