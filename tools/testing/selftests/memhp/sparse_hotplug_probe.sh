@@ -1,0 +1,210 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# memhp-vm: --mem 3G --append mem=2G
+#
+# sparse_hotplug's probe/remove of RAM hidden at boot. QEMU's pc machine
+# puts 2 GiB of a 3 GiB guest below 4 GiB and 1 GiB at [4 GiB, 5 GiB);
+# mem=2G hides the latter from the kernel, /sys/firmware/memmap still
+# lists it as System RAM. The module is told ranges= that hidden RAM, a
+# non-RAM range (the PCI hole at 2 GiB) and a range of present boot RAM;
+# every error path must answer its errno and change nothing; 20
+# probe/online/remove cycles must each restore MemTotal; unloading removes
+# what probe added; the tracepoints count with perf and
+# tools/bpftrace/online_latency.bt prints histograms.
+
+. "$(dirname "$0")/lib.sh"
+
+SHP=/sys/kernel/sparse_hotplug
+HIDDEN=$((4 << 30))
+HIDDEN_END=$((5 << 30))
+PCI_HOLE=$((2 << 30))
+BOOT_RAM=$((1 << 30))
+RANGES=$(printf '%#x-%#x,%#x-%#x,%#x-%#x' $HIDDEN $HIDDEN_END \
+	$PCI_HOLE $((PCI_HOLE + (128 << 20))) $BOOT_RAM $((BOOT_RAM + (128 << 20))))
+
+memhp_require_guest
+ktap_print_header
+ktap_set_plan 13
+
+tmp=$(mktemp -d)
+cleanup()
+{
+	[ -n "$bt" ] && kill "$bt" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+try_write()
+{
+	local out
+
+	out=$( { echo "$2" > "$1"; } 2>&1 ) && { echo ok; return; }
+	echo "${out##*: }"
+}
+
+# MemTotal, blocks, our /proc/iomem entries, blocks probe added (none
+# when the module is not loaded, as at the start).
+snapshot()
+{
+	{ meminfo_kb MemTotal; memory_blocks; grep -c sparse_hotplug /proc/iomem;
+	  cat $SHP/probed; } > "$1"
+}
+
+grep -q "mem=2G" /proc/cmdline || ktap_exit_fail_msg "guest not booted with mem=2G"
+mount -t debugfs none /sys/kernel/debug 2>/dev/null
+mount -t tracefs none /sys/kernel/tracing 2>/dev/null
+set_auto_online offline
+
+# 1: bad ranges= refuse the load
+ok=1
+for r in 0x100000000 0x100000001-0x200000000 banana 1G-0x100000 ""; do
+	[ -z "$r" ] && continue
+	if memhp_load sparse_hotplug ranges="$r" 2>/dev/null; then
+		ktap_print_msg "ranges=$r accepted"
+		ok=0
+		memhp_unload sparse_hotplug
+	fi
+done
+ktap_test_result "load refuses malformed or misaligned ranges=" [ $ok = 1 ]
+
+memhp_load sparse_hotplug ranges="$RANGES" || ktap_exit_fail_msg "cannot load sparse_hotplug ranges=$RANGES"
+ktap_print_msg "ranges=$RANGES; firmware RAM: $(for d in /sys/firmware/memmap/*; do
+	[ "$(cat $d/type)" = "System RAM" ] && echo -n "$(cat $d/start)-$(cat $d/end) "; done)"
+
+# 2: every error path: errno, and nothing changes
+snapshot "$tmp/s0"
+ok=1
+check()
+{
+	local got
+
+	got=$(try_write "$SHP/$1" "$2")
+	[ "$got" = "$3" ] || { ktap_print_msg "$1 '$2': '$got', want '$3'"; ok=0; }
+}
+check probe banana "Invalid argument"
+check probe "" "Invalid argument"
+check probe $((HIDDEN + 4096)) "Invalid argument"
+check probe $((8 << 30)) "Numerical result out of range"
+check probe $((HIDDEN - (128 << 20))) "Numerical result out of range"
+check probe $BOOT_RAM "File exists"
+check probe $PCI_HOLE "No such device or address"
+check remove $HIDDEN "No such file or directory"
+check remove $BOOT_RAM "No such file or directory"
+check remove $((HIDDEN + 1)) "Invalid argument"
+snapshot "$tmp/s1"
+ktap_test_result "probe/remove errors: EINVAL, ERANGE, EEXIST, ENXIO, ENOENT; nothing changed" \
+	eval '[ $ok = 1 ] && cmp -s "$tmp/s0" "$tmp/s1"'
+
+# 3: probe adds one offline block, named in /proc/iomem
+blk=$((HIDDEN / $(block_size_bytes)))
+r=$(try_write $SHP/probe $HIDDEN)
+grep sparse_hotplug /proc/iomem | sed 's/^/# /'
+ktap_test_result "probe $(printf %#x $HIDDEN): block $blk offline, System RAM (sparse_hotplug)" eval \
+	'[ "$r" = ok ] && [ "$(block_state $blk)" = offline ] &&
+	 grep -q "100000000-107ffffff : System RAM (sparse_hotplug)" /proc/iomem &&
+	 [ "$(cat $SHP/sections/section$blk/state)" = offline ] &&
+	 [ "$(cat $SHP/probed)" = "$(printf %#x $HIDDEN)" ]'
+
+# 4: probing it again
+ktap_test_result "probe of a present block: EEXIST" \
+	[ "$(try_write $SHP/probe $HIDDEN)" = "File exists" ]
+
+# 5: online via the section, remove offlines and removes
+m0=$(meminfo_kb MemTotal)
+try_write $SHP/sections/section$blk/state online_movable > /dev/null
+m1=$(meminfo_kb MemTotal)
+r=$(try_write $SHP/remove $HIDDEN)
+ktap_print_msg "MemTotal $m0 -> $m1 -> $(meminfo_kb MemTotal) kB, remove: $r"
+ktap_test_result "online then remove: MemTotal +128 MiB and back, block gone" eval \
+	'[ $((m1 - m0)) -eq 131072 ] && [ "$r" = ok ] && [ "$(meminfo_kb MemTotal)" = "$m0" ] &&
+	 [ ! -e $MEMORY_SYSFS/memory$blk ] && ! grep -q sparse_hotplug /proc/iomem'
+
+# 6: 20 cycles over the hidden GiB, auto-onlined
+set_auto_online online_movable
+ok=1
+bs=$(block_size_bytes)
+start=$(date +%s%N)
+for i in $(seq 0 19); do
+	addr=$((HIDDEN + (i % 8) * bs))
+	r=$(try_write $SHP/probe $addr)
+	[ "$r" = ok ] || { ktap_print_msg "cycle $i probe: $r"; ok=0; break; }
+	[ "$(meminfo_kb MemTotal)" = $((m0 + 131072)) ] || { ktap_print_msg "cycle $i: MemTotal $(meminfo_kb MemTotal)"; ok=0; }
+	r=$(try_write $SHP/remove $addr)
+	[ "$r" = ok ] || { ktap_print_msg "cycle $i remove: $r"; ok=0; break; }
+	[ "$(meminfo_kb MemTotal)" = "$m0" ] || { ktap_print_msg "cycle $i: MemTotal $(meminfo_kb MemTotal) after remove"; ok=0; }
+done
+ktap_print_msg "20 cycles in $((($(date +%s%N) - start) / 1000000)) ms"
+snapshot "$tmp/s2"
+ktap_test_result "20 probe/online/remove cycles, MemTotal restored each time" \
+	eval '[ $ok = 1 ] && cmp -s "$tmp/s0" "$tmp/s2"'
+
+# 7: the event log has them all
+n=$(awk '!/^#/ && $3 >= 32 && $3 < 40 && $7 == "ok"' /sys/kernel/debug/sparse_hotplug/events | wc -l)
+ktap_test_result "event log: $n transitions of hidden-RAM blocks (>= 41)" [ "$n" -ge 41 ]
+
+# 8: perf counts the tracepoints
+if command -v perf > /dev/null; then
+	perf stat -x, -e 'sparse_hotplug:*' -- sh -c \
+		"echo $HIDDEN > $SHP/probe && echo $HIDDEN > $SHP/remove" 2> "$tmp/perf" > /dev/null
+	sed 's/^/# /' "$tmp/perf"
+	ktap_test_result "perf stat -e 'sparse_hotplug:*': 2 hidden_ram, 2 block_transition" eval \
+		'grep -q "^2,,sparse_hotplug:hidden_ram" "$tmp/perf" &&
+		 grep -q "^2,,sparse_hotplug:block_transition" "$tmp/perf"'
+else
+	ktap_test_fail "perf not installed (tools/setup.sh installs linux-perf)"
+fi
+
+# 9: bpftrace prints latency histograms
+if command -v bpftrace > /dev/null; then
+	bpftrace "$MEMHP_TOP/tools/bpftrace/online_latency.bt" > "$tmp/bt" 2>&1 &
+	bt=$!
+	wait_for 180 grep -q "Tracing" "$tmp/bt"
+	for i in 0 1 2; do
+		echo $((HIDDEN + i * bs)) > $SHP/probe
+		echo $((HIDDEN + i * bs)) > $SHP/remove
+	done
+	kill -INT $bt
+	wait $bt
+	bt=
+	sed 's/^/# /' "$tmp/bt" | head -40
+	ktap_test_result "online_latency.bt: online and offline histograms, 3 each" eval \
+		'grep -q "^@online_us:" "$tmp/bt" && grep -q "^@offline_us:" "$tmp/bt" &&
+		 grep -q "^@online_count: 3" "$tmp/bt" && grep -q "^@offline_count: 3" "$tmp/bt"'
+else
+	ktap_test_fail "bpftrace not installed (tools/setup.sh installs it)"
+fi
+
+# 10: isolate on hot-added memory, then remove with an isolated section
+echo $HIDDEN > $SHP/probe
+r1=$(try_write $SHP/sections/section$blk/state isolate)
+r2=$(try_write $SHP/remove $HIDDEN)
+ktap_test_result "remove of a block whose section is isolated" eval \
+	'[ "$r1" = ok ] && [ "$r2" = ok ] && [ "$(meminfo_kb MemTotal)" = "$m0" ]'
+
+# 11: unload removes what probe added
+set_auto_online offline
+echo $HIDDEN > $SHP/probe
+echo $((HIDDEN + bs)) > $SHP/probe
+echo online_movable > $SHP/sections/section$((blk + 1))/state
+before=$(grep -c sparse_hotplug /proc/iomem)
+memhp_unload sparse_hotplug
+ktap_print_msg "$before blocks added before rmmod"
+ktap_test_result "rmmod removes the probed blocks (one online, one offline)" eval \
+	'[ "$before" = 2 ] && ! grep -q sparse_hotplug /proc/iomem && [ ! -e $MEMORY_SYSFS/memory$blk ] &&
+	 [ "$(meminfo_kb MemTotal)" = "$m0" ]'
+
+# 12: without ranges= nothing can be probed
+memhp_load sparse_hotplug
+ktap_test_result "no ranges=: probe answers ERANGE" \
+	[ "$(try_write $SHP/probe $HIDDEN)" = "Numerical result out of range" ]
+memhp_unload sparse_hotplug
+
+# 13: everything as it was
+snapshot_nomod()
+{
+	{ meminfo_kb MemTotal; memory_blocks; grep -c sparse_hotplug /proc/iomem; } > "$1"
+}
+snapshot_nomod "$tmp/s3"
+ktap_test_result "MemTotal, block list and /proc/iomem as at the start" \
+	cmp -s "$tmp/s0" "$tmp/s3"
+ktap_finished
