@@ -48,8 +48,11 @@
  * - Lock order: mmap_lock -> page lock (old, then new) -> i_mmap_rwsem
  *   (inside unmap_mapping_pages) -> page table lock; xa_lock is innermost
  *   and never held across anything that sleeps. The MIGRATE ioctl does not
- *   take mmap_lock except to translate its address range. ctx->ioctl_lock
- *   serializes MIGRATE and INJECT of one open file.
+ *   take mmap_lock except to translate its address range.
+ *   ctx->migrate_lock serializes the MIGRATE calls of one open file and
+ *   ctx->inject_lock its INJECT calls; neither is taken by faults or by
+ *   the core callbacks, and INJECT may run while a MIGRATE waits (e.g. to
+ *   drop a held reference).
  * - Within a batch the MIGRATE ioctl blocks on the lock of its first page
  *   only and trylocks the others, so it never waits for a page lock while
  *   holding another (the core migration code may hold several).
@@ -116,7 +119,8 @@ struct migt_ctx {
 	pgoff_t base;			/* first page offset of this file */
 	int id;
 	wait_queue_head_t wq;		/* faults waiting for MIGT_BUSY to clear */
-	struct mutex ioctl_lock;	/* MIGRATE, INJECT */
+	struct mutex migrate_lock;	/* MIGRATE calls of this file */
+	struct mutex inject_lock;	/* INJECT calls (ctx->held) */
 };
 
 enum migt_stat {
@@ -772,7 +776,7 @@ static long migt_ioctl_migrate(struct file *file, void __user *uarg)
 	if (!slots)
 		return -ENOMEM;
 	end = first + (req.len >> PAGE_SHIFT);
-	mutex_lock(&ctx->ioctl_lock);
+	mutex_lock(&ctx->migrate_lock);
 	for (cursor = first; cursor < end; ) {
 		if (fatal_signal_pending(current)) {
 			ret = -EINTR;
@@ -782,7 +786,7 @@ static long migt_ioctl_migrate(struct file *file, void __user *uarg)
 				   timeout);
 		cond_resched();
 	}
-	mutex_unlock(&ctx->ioctl_lock);
+	mutex_unlock(&ctx->migrate_lock);
 	migt_alloc_done(&a);
 	kfree(slots);
 
@@ -851,7 +855,7 @@ static long migt_ioctl_inject(struct file *file, void __user *uarg)
 		return ret;
 	n = inj.len >> PAGE_SHIFT;
 	inj.count = 0;
-	mutex_lock(&ctx->ioctl_lock);
+	mutex_lock(&ctx->inject_lock);
 	for (i = first; i < first + n; i++) {
 		switch (inj.kind) {
 		case MIGRATE_TEST_INJECT_ALLOC_FAIL:
@@ -882,7 +886,7 @@ static long migt_ioctl_inject(struct file *file, void __user *uarg)
 		inj.count++;
 	}
 out:
-	mutex_unlock(&ctx->ioctl_lock);
+	mutex_unlock(&ctx->inject_lock);
 	if (!ret && copy_to_user(uarg, &inj, sizeof(inj)))
 		ret = -EFAULT;
 	return ret;
@@ -974,7 +978,8 @@ static int migt_open(struct inode *inode, struct file *file)
 	xa_init(&ctx->pages);
 	xa_init(&ctx->held);
 	init_waitqueue_head(&ctx->wq);
-	mutex_init(&ctx->ioctl_lock);
+	mutex_init(&ctx->migrate_lock);
+	mutex_init(&ctx->inject_lock);
 	ctx->mapping = file->f_mapping;
 	file->private_data = ctx;
 	return 0;

@@ -23,6 +23,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <linux/migrate_test.h>
 
 #include "kselftest_harness.h"
@@ -462,6 +463,88 @@ TEST_F(mt, injected_failures_roll_back)
 	EXPECT_EQ(check(self->buf, self->len, 5), -1);
 }
 
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000;
+}
+
+struct blocker {
+	int fd;
+	uint8_t *page;
+	uint64_t value;		/* read by the toucher */
+	uint64_t t_touch, t_done, t_release;
+};
+
+/* 200 ms into the migration: read the page (it must block). */
+static void *toucher_fn(void *arg)
+{
+	struct blocker *b = arg;
+
+	usleep(200000);
+	b->t_touch = mono_ms();
+	b->value = __atomic_load_n((uint64_t *)b->page, __ATOMIC_RELAXED);
+	b->t_done = mono_ms();
+	return NULL;
+}
+
+/* 600 ms into the migration: drop the reference it is waiting for. */
+static void *releaser_fn(void *arg)
+{
+	struct blocker *b = arg;
+
+	usleep(600000);
+	b->t_release = mono_ms();
+	inject(b->fd, b->page, psz, MIGRATE_TEST_INJECT_CLEAR);
+	return NULL;
+}
+
+/*
+ * An access during a page's migration blocks and resumes on the new page:
+ * the migration waits for an injected reference, a reader faults meanwhile
+ * and must wait until the reference is dropped and the copy committed.
+ */
+TEST_F(mt, access_blocks_until_migrated)
+{
+	struct migrate_test_migrate m = {
+		.target = MIGRATE_TEST_TARGET_NODE, .node = -1,
+		.flags = MIGRATE_TEST_FORCE, .timeout_ms = 5000,
+	};
+	struct migrate_test_stats st0, st1;
+	struct blocker b = { .fd = self->fd, .page = self->buf };
+	pthread_t toucher, releaser;
+	uint64_t pfn0, pfn1, t0;
+
+	fill(self->buf, psz, 3);
+	ASSERT_EQ(query(self->fd, self->buf, psz, &pfn0), 1);
+	ASSERT_EQ(inject(self->fd, self->buf, psz,
+			 MIGRATE_TEST_INJECT_HOLD_REF), 1);
+	ASSERT_EQ(get_stats(self->fd, &st0), 0);
+	ASSERT_EQ(pthread_create(&toucher, NULL, toucher_fn, &b), 0);
+	ASSERT_EQ(pthread_create(&releaser, NULL, releaser_fn, &b), 0);
+	t0 = mono_ms();
+	ASSERT_EQ(do_migrate(self->fd, self->buf, psz, &m), 0);
+	pthread_join(toucher, NULL);
+	pthread_join(releaser, NULL);
+	ASSERT_EQ(get_stats(self->fd, &st1), 0);
+	ksft_print_msg("migrate %llu ms, read %llu-%llu ms, ref dropped %llu ms\n",
+		       (unsigned long long)(mono_ms() - t0),
+		       (unsigned long long)(b.t_touch - t0),
+		       (unsigned long long)(b.t_done - t0),
+		       (unsigned long long)(b.t_release - t0));
+	EXPECT_EQ(m.migrated, 1);
+	EXPECT_EQ(m.failed, 0);
+	EXPECT_EQ(b.value, word_of(3, 0));
+	/* It blocked until the reference went and resumed only after. */
+	EXPECT_GE(b.t_done, b.t_release);
+	EXPECT_GE(st1.fault_waits - st0.fault_waits, 1);
+	ASSERT_EQ(query(self->fd, self->buf, psz, &pfn1), 1);
+	EXPECT_NE(pfn0, pfn1);
+	EXPECT_EQ(check(self->buf, psz, 3), -1);
+}
+
 #define WRITERS		8
 #define WPAGES		4
 
@@ -551,6 +634,7 @@ TEST_F(mt, offline_block_with_driver_pages)
 		.target = MIGRATE_TEST_TARGET_RANGE,
 	};
 	uint64_t bs = block_size(), bpfns;
+	struct migrate_test_stats st0, st1;
 	long blocks[512], b = -1;
 	int n, i, ret, tried = 0;
 
@@ -571,6 +655,7 @@ TEST_F(mt, offline_block_with_driver_pages)
 		ASSERT_EQ(count_in(self->pfns, self->npages, m.start_pfn,
 				   m.end_pfn), (int)self->npages);
 		tried++;
+		ASSERT_EQ(get_stats(self->fd, &st0), 0);
 		ret = block_set_state(blocks[i], "offline");
 		ksft_print_msg("block %ld holds all %zu pages; offline: %s\n",
 			       blocks[i], self->npages,
@@ -579,6 +664,12 @@ TEST_F(mt, offline_block_with_driver_pages)
 			b = blocks[i];
 	}
 	ASSERT_GE(b, 0) TH_LOG("no block with driver pages could be offlined");
+	ASSERT_EQ(get_stats(self->fd, &st1), 0);
+	ksft_print_msg("offline via driver: %llu isolated %llu moved %llu refused\n",
+		       (unsigned long long)(st1.core_isolated - st0.core_isolated),
+		       (unsigned long long)(st1.core_migrated - st0.core_migrated),
+		       (unsigned long long)(st1.core_eagain - st0.core_eagain));
+	EXPECT_GE(st1.core_migrated - st0.core_migrated, self->npages);
 	ASSERT_EQ(query(self->fd, self->buf, self->len, self->pfns),
 		  (int)self->npages);
 	EXPECT_EQ(count_in(self->pfns, self->npages, b * bpfns,
@@ -609,6 +700,7 @@ TEST_F(mt, dimm_offline_and_device_del)
 		.target = MIGRATE_TEST_TARGET_RANGE,
 	};
 	uint64_t bs = block_size(), bpfns, dimm = 256ULL << 20;
+	struct migrate_test_stats st0, st1;
 	long before[512], after[512], added[64], b;
 	int nb, na, nn = 0, i, j, tries;
 	char args[256];
@@ -660,10 +752,13 @@ TEST_F(mt, dimm_offline_and_device_del)
 		       (unsigned long long)m.end_pfn);
 	ASSERT_EQ(check(self->buf, self->len, 77), -1);
 
+	ASSERT_EQ(get_stats(self->fd, &st0), 0);
 	for (i = 0; i < nn; i++) {
 		b = added[i];
 		ASSERT_EQ(block_set_state(b, "offline"), 0);
 	}
+	ASSERT_EQ(get_stats(self->fd, &st1), 0);
+	EXPECT_GE(st1.core_migrated - st0.core_migrated, self->npages);
 	ASSERT_EQ(query(self->fd, self->buf, self->len, self->pfns),
 		  (int)self->npages);
 	EXPECT_EQ(count_in(self->pfns, self->npages, m.start_pfn, m.end_pfn),
@@ -754,6 +849,8 @@ static void __attribute__((constructor)) load_module(void)
 	const char *top = getenv("MEMHP_TOP");
 	ssize_t n;
 
+	/* Tests run in children that _exit(): keep their messages. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!access(DEV, F_OK))
 		return;
 	if (top && !try_load(top, "mm/migrate_test.ko"))
