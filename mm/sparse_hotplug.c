@@ -509,6 +509,15 @@ static enum shp_class shp_classify(unsigned long pfn, bool isolated,
 		return SHP_PAGE_TABLES;
 	if (PageReserved(page))
 		return SHP_RESERVED;
+	/*
+	 * Anonymous or page cache pages not on the LRU right now: in a
+	 * per-cpu LRU batch (offlining drains those) or isolated by
+	 * reclaim or compaction for a moment. Migratable all the same.
+	 */
+	if (PageAnon(head))
+		return SHP_LRU_ANON;
+	if (head->mapping && !((unsigned long)head->mapping & PAGE_MAPPING_FLAGS))
+		return SHP_LRU_FILE;
 	return SHP_OTHER;
 }
 
