@@ -8,6 +8,8 @@
  *   bsexp --dev|--user bench [count]                CSV: ns per alloc/free
  *   bsexp --dev|--user hotadd [repeats]             CSV: hot-add cost
  *   bsexp --user span                               CSV: hot-add vs span
+ *   bsexp --user removability-pinned-last [seeds] [ops]
+ *        the same with the pinned sections handed out first
  *   bsexp --dev kernelmix MB ROUNDS                 the 70/20/10 mix against
  *        the kernel's allocator (anonymous user memory, held reclaimable and
  *        unmovable kernel pages); prints "ready", holds it all until a line
@@ -85,19 +87,28 @@ static void sysfs_write(const char *knob, const char *val)
 		die(path);
 }
 
-/* User-space arena: slot i at a descending base, like the module's. */
-static void user_setup(void)
-{
-	unsigned int i;
+/*
+ * User-space arena: slot i at a descending base, like the module's, added
+ * in slot order (pinned first, so LIFO lists hand out hotplug memory first)
+ * or, with @pinned_last, hotplug slots first (pinned memory handed out
+ * first: the baselines' best case).
+ */
+static int pinned_last;
 
-	arena = bs_arena_create(SECTION_SHIFT, nr_sections, BS_MODE_SPLIT);
+static void user_setup(int mode)
+{
+	unsigned int i, k;
+
+	arena = bs_arena_create(SECTION_SHIFT, nr_sections, mode);
 	if (!arena)
 		die("bs_arena_create");
-	for (i = 0; i < nr_sections; i++)
+	for (k = 0; k < nr_sections; k++) {
+		i = pinned_last ? (k + pinned) % nr_sections : k;
 		if (bs_section_add(arena, i,
 				   (0x80000UL - (i + 1) * (1UL << SECTION_SHIFT)),
 				   i >= pinned))
 			die("bs_section_add");
+	}
 }
 
 static void setup(void)
@@ -105,7 +116,7 @@ static void setup(void)
 	struct buddy_split_info info;
 
 	if (!use_dev) {
-		user_setup();
+		user_setup(BS_MODE_SPLIT);
 		return;
 	}
 	dev_fd = open("/dev/buddy_split", O_RDWR);
@@ -129,8 +140,14 @@ static void reset(const struct config *c)
 			die("RESET");
 		return;
 	}
-	if (bs_arena_reset(arena, c->mode) ||
-	    bs_set_policy(arena, c->policy) ||
+	if (pinned_last) {
+		/* bs_arena_reset() re-adds in slot order: rebuild instead. */
+		bs_arena_destroy(arena);
+		user_setup(c->mode);
+	} else if (bs_arena_reset(arena, c->mode)) {
+		die("reset");
+	}
+	if (bs_set_policy(arena, c->policy) ||
 	    bs_set_kreclaim_home(arena, c->kr_hotplug ? BS_AREA_HOTPLUG :
 				 BS_AREA_PINNED))
 		die("reset");
@@ -261,7 +278,7 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-#define REPS	5
+#define REPS	7
 
 /* One timed alloc-all / free-all-shuffled round; ns in @ns[0..1]. */
 static u64 bench_once(int target, unsigned int order, u64 count, u64 seed,
@@ -304,41 +321,49 @@ static u64 bench_once(int target, unsigned int order, u64 count, u64 seed,
 	return got;
 }
 
+/*
+ * Repetitions go round-robin over the allocators, so that a burst of load
+ * on the (shared, emulated) machine hits them all alike; medians per cell.
+ */
 static void bench(u64 count)
 {
 	static const unsigned int orders[] = { 0, 3 };
-	unsigned int c, o, r;
+	static const int cells[] = { 0, 2, 3, -1 };	/* split, single, bitmap, kernel */
+	u64 a[ARRAY_SIZE(cells)][ARRAY_SIZE(orders)][REPS];
+	u64 f[ARRAY_SIZE(cells)][ARRAY_SIZE(orders)][REPS];
+	u64 done[ARRAY_SIZE(cells)][ARRAY_SIZE(orders)];
+	unsigned int c, o, r, nc = ARRAY_SIZE(cells) - !use_dev;
 
-	printf("allocator,order,count,alloc_ns_per_op,free_ns_per_op\n");
-	/* configs 0, 2, 3 (split, single, bitmap), then the kernel. */
-	for (c = 0; c < 5; c++) {
-		const struct config *cf = c < 4 ? &configs[c] : NULL;
+	for (r = 0; r < REPS; r++) {
+		for (c = 0; c < nc; c++) {
+			const struct config *cf = cells[c] < 0 ? NULL : &configs[cells[c]];
 
-		if (c == 1 || (c == 4 && !use_dev))
-			continue;
-		for (o = 0; o < ARRAY_SIZE(orders); o++) {
-			u64 n = count >> orders[o], a[REPS], f[REPS], ns[2];
-			u64 done = 0;
+			for (o = 0; o < ARRAY_SIZE(orders); o++) {
+				u64 ns[2];
 
-			for (r = 0; r < REPS; r++) {
 				if (cf)
 					reset(cf);
-				done = bench_once(cf ? BUDDY_SPLIT_BENCH_ARENA :
-						  BUDDY_SPLIT_BENCH_KERNEL,
-						  orders[o], n, 7 + r, ns);
-				if (!done)
+				done[c][o] = bench_once(cf ? BUDDY_SPLIT_BENCH_ARENA :
+							BUDDY_SPLIT_BENCH_KERNEL,
+							orders[o], count >> orders[o],
+							7 + r, ns);
+				if (!done[c][o])
 					die("no block allocated");
-				a[r] = ns[0] / done;
-				f[r] = ns[1] / done;
+				a[c][o][r] = ns[0] / done[c][o];
+				f[c][o][r] = ns[1] / done[c][o];
 			}
-			qsort(a, REPS, sizeof(u64), cmp_u64);
-			qsort(f, REPS, sizeof(u64), cmp_u64);
+		}
+	}
+	printf("allocator,order,count,alloc_ns_per_op,free_ns_per_op\n");
+	for (c = 0; c < nc; c++) {
+		for (o = 0; o < ARRAY_SIZE(orders); o++) {
+			qsort(a[c][o], REPS, sizeof(u64), cmp_u64);
+			qsort(f[c][o], REPS, sizeof(u64), cmp_u64);
 			printf("%s,%u,%llu,%llu,%llu\n",
-			       cf ? (c ? cf->name : "split") : "kernel",
-			       orders[o], (unsigned long long)done,
-			       (unsigned long long)a[REPS / 2],
-			       (unsigned long long)f[REPS / 2]);
-			fflush(stdout);
+			       cells[c] < 0 ? "kernel" : c ? configs[cells[c]].name : "split",
+			       orders[o], (unsigned long long)done[c][o],
+			       (unsigned long long)a[c][o][REPS / 2],
+			       (unsigned long long)f[c][o][REPS / 2]);
 		}
 	}
 }
@@ -495,6 +520,12 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	setup();
+	if (!strcmp(cmd, "removability-pinned-last") && !use_dev) {
+		pinned_last = 1;
+		cmd = "removability";
+		bs_arena_destroy(arena);
+		user_setup(BS_MODE_SPLIT);
+	}
 	if (!strcmp(cmd, "removability")) {
 		removability(argc > 3 ? atoi(argv[3]) : 10,
 			     argc > 4 ? atoi(argv[4]) : 125000);
