@@ -21,9 +21,11 @@
  *                  of the segments that intersect it (sub-section ranges).
  *   SECTAB_FLAT    one segment pointer per pfn up to the highest plugged pfn
  *                  (the vmemmap-like lower bound for a lookup).
- *   SECTAB_PFNDIR  ours: a directory of 16 MiB chunks; an entry is empty, a
- *                  tagged pointer to the one segment covering the whole chunk,
- *                  or a leaf of per-pfn segment pointers for mixed chunks.
+ *   SECTAB_PFNDIR  ours: a directory of 16 MiB chunks; an entry is a tagged
+ *                  pointer to the one segment covering the whole chunk, or a
+ *                  leaf of per-pfn segment pointers (biased by the chunk's
+ *                  first pfn; empty chunks share one leaf of NULLs), so a
+ *                  lookup is the flat array's plus one directory load.
  *
  * All the structures index the same segment descriptors, which also sit in
  * an ordered red-black tree (used for overlap checks and iteration).

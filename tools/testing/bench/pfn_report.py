@@ -154,10 +154,10 @@ def main():
         trs = {}
         for r in setups:
             trs.setdefault(r["workload"], {})[base(r["variant"])] = float(r["median_s"]) * 1e3
-        md.append("Setup (plug + unplug loop), ms:")
+        md.append("Setup (plug + unplug loop, one run), ms:")
         md.append("")
         md.append(table(["workload"] + VARIANTS,
-                        [[w] + [f"{trs[w].get(v, 0):.1f}" for v in VARIANTS] for w in trs]))
+                        [[w] + [f"{trs[w].get(v, 0):.3f}" for v in VARIANTS] for w in trs]))
         md.append("")
 
     # 3. large layouts
