@@ -158,7 +158,7 @@ struct vms {
 	/* Statistics (vm->lock). */
 	unsigned long nr_plug_req, nr_unplug_req, nr_state_req;
 	unsigned long nr_busy, nr_nack, nr_error;
-	unsigned long nr_added, nr_removed, nr_remove_failed;
+	unsigned long nr_added, nr_removed, nr_remove_failed, nr_no_room;
 	u64 last_grow_ns, last_shrink_ns;
 };
 
@@ -201,6 +201,36 @@ static const struct kernel_param_ops vms_online_type_ops = {
 module_param_cb(online_type, &vms_online_type_ops, NULL, 0644);
 MODULE_PARM_DESC(online_type,
 		 "Online added blocks: auto|offline|online|kernel|movable (default movable)");
+
+/*
+ * Evacuating a block migrates its used pages elsewhere; alloc_contig_range()
+ * allocates the targets with __GFP_RETRY_MAYFAIL, i.e. by reclaiming hard.
+ * We do not try when the free memory outside the block would drop below
+ * this reserve: the unit is reported as not unpluggable (-ENOMEM) instead.
+ */
+static unsigned long vms_unplug_reserve_mb = 64;
+
+static int vms_reserve_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned long v;
+	int rc = kstrtoul(val, 0, &v);
+
+	if (rc)
+		return rc;
+	if (v > (totalram_pages() >> (20 - PAGE_SHIFT)))
+		return -ERANGE;
+	WRITE_ONCE(vms_unplug_reserve_mb, v);
+	return 0;
+}
+
+static const struct kernel_param_ops vms_reserve_ops = {
+	.set = vms_reserve_set,
+	.get = param_get_ulong,
+};
+
+module_param_cb(unplug_reserve_mb, &vms_reserve_ops, &vms_unplug_reserve_mb, 0644);
+MODULE_PARM_DESC(unplug_reserve_mb,
+		 "Free memory (MiB) to keep when evacuating memory to unplug it (default 64)");
 
 static struct dentry *vms_debugfs_root;
 
@@ -479,6 +509,28 @@ static void vms_set_offline_pages(unsigned long pfn, unsigned long nr, bool on)
 	page_offline_end();
 }
 
+/*
+ * Is there room to migrate the used pages of [pfn, pfn + nr) elsewhere and
+ * still keep unplug_reserve_mb free? A snapshot, but it keeps us from
+ * pushing the guest into reclaim storms just to unplug.
+ */
+static bool vms_room_to_evacuate(unsigned long pfn, unsigned long nr)
+{
+	unsigned long free_all = global_zone_page_state(NR_FREE_PAGES);
+	unsigned long reserve = READ_ONCE(vms_unplug_reserve_mb) << (20 - PAGE_SHIFT);
+	unsigned long free_in = 0, i;
+
+	for (i = 0; i < nr; i++) {
+		if (is_free_buddy_page(pfn_to_page(pfn + i)))
+			free_in++;
+		if (!(i % 4096))
+			cond_resched();
+	}
+	if (free_all < free_in)
+		return false;
+	return free_all - free_in >= nr - free_in + reserve;
+}
+
 /* Take all pages of an online block; 0, or -EBUSY/-ENOMEM/-EINTR. */
 static int vms_fake_offline_mb(struct vms *vm, unsigned long mb)
 {
@@ -488,6 +540,11 @@ static int vms_fake_offline_mb(struct vms *vm, unsigned long mb)
 	mutex_lock(&vm->hotplug_mutex);
 	if (vm->mb_state[mb] != VMS_MB_NORMAL || !vms_mb_online(vm, mb))
 		goto out;
+	if (!vms_room_to_evacuate(pfn, nr)) {
+		vm->nr_no_room++;
+		rc = -ENOMEM;
+		goto out;
+	}
 	rc = alloc_contig_range(pfn, pfn + nr, MIGRATE_MOVABLE,
 				GFP_KERNEL | __GFP_NOWARN);
 	if (rc)
@@ -916,7 +973,6 @@ static void vms_work_fn(struct work_struct *work)
 			if (rc)
 				break;
 			vm->started = true;
-			continue;
 		}
 		rc = vms_reconcile(vm, tried);
 	} while (rc == -EAGAIN);
@@ -1120,8 +1176,9 @@ static int vms_stats_show(struct seq_file *m, void *unused)
 		   vm->nr_plug_req, vm->nr_unplug_req, vm->nr_state_req);
 	seq_printf(m, "busy %lu\nnack %lu\nerror %lu\n", vm->nr_busy,
 		   vm->nr_nack, vm->nr_error);
-	seq_printf(m, "units_added %lu\nunits_removed %lu\nremove_failed %lu\n",
-		   vm->nr_added, vm->nr_removed, vm->nr_remove_failed);
+	seq_printf(m, "units_added %lu\nunits_removed %lu\nremove_failed %lu\nno_room %lu\n",
+		   vm->nr_added, vm->nr_removed, vm->nr_remove_failed,
+		   vm->nr_no_room);
 	seq_printf(m, "last_error %d\nretry_ms %u\nlast_grow_ns %llu\nlast_shrink_ns %llu\n",
 		   vm->last_err, vm->retry_ms, vm->last_grow_ns,
 		   vm->last_shrink_ns);

@@ -1,0 +1,226 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# memhp-vm: --append module_blacklist=virtio_mem
+#
+# virtio_mem_shim drives the guest's virtio-mem device vm0 (1 GiB): the
+# host's requested-size goes 0 -> 1 GiB -> 512 MiB -> 0 (qom-set), and after
+# each step the guest's MemTotal and the host's query-memory-devices size
+# agree with it; the guest-side target_size steers within the host request
+# and a new host request wins; bad sysfs input is rejected with nothing
+# changed; unload and reload midway (while plugging and with memory
+# plugged) leave nothing behind; an unplug under memory pressure reports
+# what could not go, and finishes once the pressure is gone.
+
+. "$(dirname "$0")/lib.sh"
+
+MIB=$((1 << 20))
+HOG_PID=
+
+memhp_require_guest
+ktap_print_header
+ktap_set_plan 12
+
+cleanup()
+{
+	[ -n "$HOG_PID" ] && kill "$HOG_PID" 2>/dev/null
+	memhp-qmp qom-set path=vm0 property=requested-size value=0 >/dev/null 2>&1
+	memhp_unload virtio_mem_shim 2>/dev/null
+	set_auto_online offline 2>/dev/null
+	rm -f /tmp/vms_hog.ready
+}
+trap cleanup EXIT
+
+# The sysfs directory of the virtio-mem device (virtio device id 24).
+vmem_dev()
+{
+	local d
+
+	for d in /sys/bus/virtio/devices/virtio*; do
+		[ "$(cat "$d/device")" = 0x0018 ] && { echo "$d"; return 0; }
+	done
+	return 1
+}
+
+shim_bound()
+{
+	[ "$(basename "$(readlink "$DEV/driver" 2>/dev/null)")" = virtio_mem_shim ]
+}
+
+request()
+{
+	memhp-qmp qom-set path=vm0 property=requested-size value="$1" >/dev/null
+}
+
+# Guest and host agree on BYTES of plugged memory.
+at_size()
+{
+	local want=$1
+
+	[ "$(cat "$DEV/plugged_size" 2>/dev/null)" = "$want" ] &&
+		[ "$(qmp_memdev_size vm0)" = "$want" ] &&
+		[ $(($(meminfo_kb MemTotal) - MEMTOTAL0)) -eq $((want / 1024)) ]
+}
+
+state_line()
+{
+	echo "MemTotal +$(($(meminfo_kb MemTotal) - MEMTOTAL0)) kB," \
+	     "guest plugged $(cat "$DEV/plugged_size" 2>/dev/null)," \
+	     "host size $(qmp_memdev_size vm0)"
+}
+
+# step NAME BYTES: request BYTES from the host and check agreement.
+step()
+{
+	request "$2"
+	if wait_for 120 at_size "$2"; then
+		ktap_print_msg "$1: $(state_line)"
+		ktap_test_pass "$1"
+	else
+		ktap_print_msg "$1: $(state_line)"
+		ktap_test_fail "$1"
+	fi
+}
+
+load_shim()
+{
+	memhp_load virtio_mem_shim || return 1
+	shim_bound || echo "$(basename "$DEV")" > /sys/bus/virtio/drivers/virtio_mem_shim/bind 2>/dev/null
+	wait_for 10 shim_bound
+}
+
+DEV=$(vmem_dev) || ktap_exit_fail_msg "no virtio-mem device in this guest"
+request 0
+set_auto_online online_movable
+# Route 2 of the documentation: take the device from upstream virtio_mem.
+if [ "$(basename "$(readlink "$DEV/driver" 2>/dev/null)")" = virtio_mem ]; then
+	ktap_print_msg "unbinding upstream virtio_mem from $(basename "$DEV")"
+	echo "$(basename "$DEV")" > /sys/bus/virtio/drivers/virtio_mem/unbind
+fi
+if load_shim; then
+	ktap_test_pass "shim bound to $(basename "$DEV")"
+else
+	ktap_exit_fail_msg "virtio_mem_shim did not bind"
+fi
+wait_for 30 at_size 0 2>/dev/null
+MEMTOTAL0=$(meminfo_kb MemTotal)
+UNIT=$(cat "$DEV/unit_size")
+ktap_print_msg "block_size $(cat "$DEV/block_size") unit_size $UNIT region $(cat "$DEV/region")"
+
+# 1. Follow the host: 0 -> 1 GiB -> 512 MiB -> 0.
+step "host requests 1 GiB" $((1024 * MIB))
+movable=$(grep -c ' added online Movable ' /sys/kernel/debug/virtio_mem_shim/*/blocks)
+ktap_print_msg "blocks online movable: $movable"
+step "host requests 512 MiB" $((512 * MIB))
+step "host requests 0" 0
+
+# 2. Bad sysfs input: an errno each, nothing changes.
+request $((512 * MIB))
+wait_for 120 at_size $((512 * MIB))
+before="$(cat "$DEV/target_size") $(cat "$DEV/plugged_size")"
+bad=0
+for input in abc -1 100 "$((UNIT + 4096))" 3G 768M 1G "256M junk" 0x 256MM; do
+	if (echo -n "$input" > "$DEV/target_size") 2>/dev/null; then
+		ktap_print_msg "target_size accepted bad input '$input'"
+		bad=1
+	fi
+done
+for f in plugged_size requested_size block_size unit_size region unplug_shortfall; do
+	if (echo 0 > "$DEV/$f") 2>/dev/null; then
+		ktap_print_msg "read-only $f accepted a write"
+		bad=1
+	fi
+done
+if (echo bogus > /sys/module/virtio_mem_shim/parameters/online_type) 2>/dev/null; then
+	ktap_print_msg "online_type accepted 'bogus'"
+	bad=1
+fi
+sleep 1
+after="$(cat "$DEV/target_size") $(cat "$DEV/plugged_size")"
+[ "$before" = "$after" ] || { ktap_print_msg "state changed: '$before' -> '$after'"; bad=1; }
+[ "$(cat /sys/module/virtio_mem_shim/parameters/online_type)" = movable ] || bad=1
+ktap_test_result "bad sysfs input rejected, nothing changed" [ $bad = 0 ]
+
+# 3. Guest-side target within the host request; a new host request wins.
+echo 256M > "$DEV/target_size"
+ok=0
+if wait_for 120 at_size $((256 * MIB)) &&
+   [ "$(cat "$DEV/target_size")" = "$((256 * MIB)) guest" ]; then
+	echo $((512 * MIB)) > "$DEV/target_size"
+	wait_for 120 at_size $((512 * MIB)) && ok=1
+fi
+ktap_print_msg "guest target: $(state_line)"
+ktap_test_result "guest target_size plugs and unplugs within the host request" [ $ok = 1 ]
+echo 256M > "$DEV/target_size"
+wait_for 120 at_size $((256 * MIB))
+request $((768 * MIB))
+ok=0
+wait_for 120 at_size $((768 * MIB)) && [ "$(cat "$DEV/target_size")" = "$((768 * MIB)) host" ] && ok=1
+ktap_print_msg "new host request: $(state_line), target $(cat "$DEV/target_size")"
+ktap_test_result "a new host request wins over the guest target" [ $ok = 1 ]
+
+# 4. Unload with memory plugged, and unload midway through plugging.
+request $((1024 * MIB))
+wait_for 120 at_size $((1024 * MIB))
+ok=0
+if rmmod virtio_mem_shim && [ "$(qmp_memdev_size vm0)" = 0 ] &&
+   [ "$(meminfo_kb MemTotal)" -eq "$MEMTOTAL0" ]; then
+	ok=1
+fi
+ktap_print_msg "after unload: MemTotal $(meminfo_kb MemTotal) kB (base $MEMTOTAL0), host size $(qmp_memdev_size vm0)"
+if [ $ok = 1 ] && load_shim && sleep 0.2 && rmmod virtio_mem_shim &&
+   [ "$(qmp_memdev_size vm0)" = 0 ] && [ "$(meminfo_kb MemTotal)" -eq "$MEMTOTAL0" ]; then
+	ok=2
+fi
+ktap_test_result "unload unplugs everything, also midway" [ $ok = 2 ]
+ok=0
+load_shim && wait_for 120 at_size $((1024 * MIB)) && ok=1
+ktap_print_msg "after reload: $(state_line)"
+ktap_test_result "reload follows the host request again" [ $ok = 1 ]
+
+# 5. Unplug under memory pressure: fill memory (the movable units first),
+# then ask for 0. What cannot go is reported; it goes once memory is free.
+# The hog takes free memory only (not the page cache: the guest's binaries
+# live there), leaving less than 1 GiB free; the driver's unplug_reserve_mb
+# keeps it from evacuating into the last 64 MiB.
+hog_kb=$(($(meminfo_kb MemFree) - 384 * 1024))
+rm -f /tmp/vms_hog.ready
+python3 -c '
+import sys, time
+b = bytearray(b"\x01") * (int(sys.argv[1]) * 1024)
+open("/tmp/vms_hog.ready", "w").close()
+time.sleep(3600)
+' "$hog_kb" &
+HOG_PID=$!
+wait_for 120 test -e /tmp/vms_hog.ready
+ktap_print_msg "hog holds $((hog_kb / 1024)) MiB; MemFree $(meminfo_kb MemFree) kB"
+request 0
+shortfall_reported()
+{
+	local s
+
+	s=$(cat "$DEV/unplug_shortfall")
+	[ "${s%% *}" -gt 0 ] && [ "${s##* }" -lt 0 ]
+}
+ok=0
+if wait_for 120 shortfall_reported; then
+	plugged=$(cat "$DEV/plugged_size")
+	short=$(cat "$DEV/unplug_shortfall")
+	ktap_print_msg "under pressure: unplug_shortfall '$short', $(state_line)"
+	dmesg | grep 'could not unplug' | tail -n 2 | sed 's/^/# /'
+	[ "$plugged" -gt 0 ] && [ "$(qmp_memdev_size vm0)" = "$plugged" ] &&
+		[ "${short%% *}" = "$plugged" ] && dmesg | grep -q 'could not unplug' && ok=1
+fi
+ktap_test_result "unplug under memory pressure reports what could not go" [ $ok = 1 ]
+kill "$HOG_PID"
+wait "$HOG_PID" 2>/dev/null
+HOG_PID=
+ok=0
+wait_for 120 at_size 0 && [ "$(cat "$DEV/unplug_shortfall")" = "0 0" ] && ok=1
+ktap_print_msg "pressure gone: $(state_line), shortfall '$(cat "$DEV/unplug_shortfall")'"
+ktap_test_result "the rest is unplugged once memory is free" [ $ok = 1 ]
+
+# 6. Clean unload at the end.
+ok=0
+rmmod virtio_mem_shim && [ "$(qmp_memdev_size vm0)" = 0 ] && ok=1
+ktap_test_result "final unload" [ $ok = 1 ]
+ktap_finished
