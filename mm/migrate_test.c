@@ -34,7 +34,9 @@
  *   the page lock (PG_locked) of the page currently in it is held. So a
  *   holder of page P's lock who sees the entry == P knows it stays P.
  * - MIGT_BUSY is set on an entry only by a migrator that holds the old
- *   page's lock, and cleared before that lock is dropped.
+ *   page's lock, and cleared before that lock is dropped. The MIGRATE
+ *   ioctl sets it as soon as it has locked the old page (step 1), so
+ *   faults sleep through the allocation too.
  * - A pte mapping P is installed only by migt_fault() while it holds P's lock
  *   and has seen entry == P and !MIGT_BUSY. A migrator redirects the entry
  *   and then unmaps, both under P's lock, so no pte of P survives a
@@ -281,6 +283,13 @@ static void migt_rollback(struct migt_ctx *ctx, pgoff_t index, struct page *old,
 	__xa_clear_mark(&ctx->pages, index, MIGT_BUSY);
 	xa_unlock(&ctx->pages);
 	set_page_private(new, 0);
+}
+
+static void migt_block(struct migt_ctx *ctx, pgoff_t index)
+{
+	xa_lock(&ctx->pages);
+	__xa_set_mark(&ctx->pages, index, MIGT_BUSY);
+	xa_unlock(&ctx->pages);
 }
 
 static void migt_unblock(struct migt_ctx *ctx, pgoff_t index)
@@ -590,6 +599,8 @@ static int migt_migrate_batch(struct migt_ctx *ctx, struct migt_result *res,
 		slots[n].new = NULL;
 		slots[n].err = 0;
 		n++;
+		/* Faults now sleep instead of retrying on the locked page. */
+		migt_block(ctx, index);
 	}
 	*cursor = index;
 	if (!n)
@@ -609,6 +620,7 @@ static int migt_migrate_batch(struct migt_ctx *ctx, struct migt_result *res,
 		}
 		if (!s->new) {
 			s->err = -ENOMEM;
+			migt_unblock(ctx, s->index);
 			migt_count(MIGT_RB_NOMEM);
 			continue;
 		}
