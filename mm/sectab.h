@@ -23,9 +23,10 @@
  *                  (the vmemmap-like lower bound for a lookup).
  *   SECTAB_PFNDIR  ours: a directory of 16 MiB chunks; an entry is a tagged
  *                  pointer to the one segment covering the whole chunk, or a
- *                  leaf of per-pfn segment pointers (biased by the chunk's
- *                  first pfn; empty chunks share one leaf of NULLs), so a
- *                  lookup is the flat array's plus one directory load.
+ *                  leaf of per-pfn segment pointers with a presence bitmap
+ *                  (empty chunks share one empty leaf): holes are answered
+ *                  from L1-resident words, hits cost the flat array's loads
+ *                  plus the directory word.
  *
  * All the structures index the same segment descriptors, which also sit in
  * an ordered red-black tree (used for overlap checks and iteration).

@@ -5,19 +5,19 @@
  * pfn plugged. A word is
  *
  *	&pfndir_empty		nothing plugged in the chunk (a shared,
- *				never written leaf of NULLs);
+ *				never written, empty leaf);
  *	seg | PFNDIR_UNIFORM	one segment covers the whole chunk;
- *	leaf			a mixed chunk: a leaf of one segment pointer
- *				per pfn (NULL in holes).
+ *	leaf			a mixed chunk: one segment pointer per pfn
+ *				(NULL in holes) and a bitmap of the non-NULL
+ *				ones.
  *
- * Leaf words are biased by the chunk's first pfn, as Linux encodes
- * section_mem_map: leaf->pg - chunk_start, so a lookup indexes the word with
- * the pfn itself.
- *
- * A lookup is the flat array's load plus one load from the directory, which
- * is small enough to stay in the L1 cache (8 bytes per 16 MiB); plug and
- * unplug work on any page range; memory is 8 bytes per 16 MiB of address
- * space plus 32 KiB per chunk that segments share or only partly fill.
+ * A lookup loads the directory word and, in a mixed chunk, the bitmap word:
+ * both small enough to stay in the L1 cache (8 bytes per 16 MiB, 512 bytes
+ * per leaf), so a hole is answered before the per-pfn pointer (the flat
+ * array's only load) arrives. A hit costs the flat array's loads plus the
+ * directory word. Plug and unplug work on any page range; memory is 8 bytes
+ * per 16 MiB of address space plus 32.5 KiB per chunk that segments share
+ * or only partly fill.
  */
 #include "sectab_priv.h"
 
@@ -26,27 +26,15 @@
 #define PFNDIR_UNIFORM	1UL
 
 struct pfndir_leaf {
-	struct sectab_seg *pg[PFNDIR_PAGES];	/* first: lookups index it */
+	unsigned long present[PFNDIR_PAGES / BITS_PER_LONG];	/* pg != NULL */
+	struct sectab_seg *pg[PFNDIR_PAGES];
 	unsigned long used;			/* non-NULL entries */
 };
 
 /* Empty chunks point here, so a lookup needs no test for them. */
 static const struct pfndir_leaf pfndir_empty;
 
-/* The directory word of chunk @i for @leaf, and back. */
-static unsigned long leaf_word(unsigned long i, const struct pfndir_leaf *leaf)
-{
-	return (unsigned long)leaf->pg -
-	       (i << SECTAB_PFNDIR_SHIFT) * sizeof(leaf->pg[0]);
-}
-
-static struct pfndir_leaf *word_leaf(unsigned long i, unsigned long w)
-{
-	return (struct pfndir_leaf *)(w + (i << SECTAB_PFNDIR_SHIFT) *
-				      sizeof(struct sectab_seg *));
-}
-
-#define PFNDIR_EMPTY(i)	leaf_word(i, &pfndir_empty)
+#define PFNDIR_EMPTY	((unsigned long)&pfndir_empty)
 
 struct sectab_pfndir {
 	struct sectab t;
@@ -59,10 +47,10 @@ static struct sectab_pfndir *to_pfndir(const struct sectab *t)
 	return container_of(t, struct sectab_pfndir, t);
 }
 
-/* Whether chunk @i's word @e is a leaf of this table's own. */
-static bool entry_is_leaf(unsigned long i, unsigned long e)
+/* Whether the word @e is a leaf of this table's own. */
+static bool entry_is_leaf(unsigned long e)
 {
-	return !(e & PFNDIR_UNIFORM) && e != PFNDIR_EMPTY(i);
+	return !(e & PFNDIR_UNIFORM) && e != PFNDIR_EMPTY;
 }
 
 static int sectab_pfndir_init(struct sectab *t)
@@ -76,8 +64,8 @@ static void sectab_pfndir_fini(struct sectab *t)
 	unsigned long i;
 
 	for (i = 0; i < d->nr_dir; i++)
-		if (entry_is_leaf(i, d->dir[i]))
-			memhp_free(word_leaf(i, d->dir[i]));
+		if (entry_is_leaf(d->dir[i]))
+			memhp_free((void *)d->dir[i]);
 	memhp_free(d->dir);
 }
 
@@ -88,7 +76,7 @@ static int make_leaf(struct sectab *t, unsigned long i)
 	unsigned long e = d->dir[i], k;
 	struct pfndir_leaf *leaf;
 
-	if (entry_is_leaf(i, e))
+	if (entry_is_leaf(e))
 		return 0;
 	leaf = memhp_zalloc(sizeof(*leaf));
 	if (!leaf)
@@ -96,10 +84,11 @@ static int make_leaf(struct sectab *t, unsigned long i)
 	if (e & PFNDIR_UNIFORM) {
 		for (k = 0; k < PFNDIR_PAGES; k++)
 			leaf->pg[k] = (struct sectab_seg *)(e - PFNDIR_UNIFORM);
+		memset(leaf->present, 0xff, sizeof(leaf->present));
 		leaf->used = PFNDIR_PAGES;
 	}
 	t->index_bytes += sizeof(*leaf);
-	d->dir[i] = leaf_word(i, leaf);
+	d->dir[i] = (unsigned long)leaf;
 	return 0;
 }
 
@@ -107,8 +96,8 @@ static void set_entry(struct sectab *t, unsigned long i, unsigned long e)
 {
 	struct sectab_pfndir *d = to_pfndir(t);
 
-	if (entry_is_leaf(i, d->dir[i])) {
-		memhp_free(word_leaf(i, d->dir[i]));
+	if (entry_is_leaf(d->dir[i])) {
+		memhp_free((void *)d->dir[i]);
 		t->index_bytes -= sizeof(struct pfndir_leaf);
 	}
 	d->dir[i] = e;
@@ -132,7 +121,7 @@ static int sectab_pfndir_prepare(struct sectab *t, unsigned long start,
 		if (d->nr_dir)
 			memcpy(dir, d->dir, d->nr_dir * sizeof(*dir));
 		for (k = d->nr_dir; k < nr; k++)
-			dir[k] = PFNDIR_EMPTY(k);
+			dir[k] = PFNDIR_EMPTY;
 		memhp_free(d->dir);
 		t->index_bytes += (nr - d->nr_dir) * sizeof(*dir);
 		d->dir = dir;
@@ -153,11 +142,11 @@ static int sectab_pfndir_prepare(struct sectab *t, unsigned long start,
 /* Back to a compact word if a leaf became empty or uniform. */
 static void normalize(struct sectab *t, unsigned long i)
 {
-	struct pfndir_leaf *leaf = word_leaf(i, to_pfndir(t)->dir[i]);
+	struct pfndir_leaf *leaf = (struct pfndir_leaf *)to_pfndir(t)->dir[i];
 	unsigned long k;
 
 	if (!leaf->used) {
-		set_entry(t, i, PFNDIR_EMPTY(i));
+		set_entry(t, i, PFNDIR_EMPTY);
 		return;
 	}
 	if (leaf->used != PFNDIR_PAGES)
@@ -181,18 +170,23 @@ static void sectab_pfndir_paint(struct sectab *t, unsigned long a, unsigned long
 
 		if (hi - lo == PFNDIR_PAGES) {
 			set_entry(t, i, seg ? (unsigned long)seg |
-					      PFNDIR_UNIFORM : PFNDIR_EMPTY(i));
+					      PFNDIR_UNIFORM : PFNDIR_EMPTY);
 			continue;
 		}
 		/* prepare() made every partly covered chunk a leaf. */
-		if (memhp_warn_on(!entry_is_leaf(i, d->dir[i])))
+		if (memhp_warn_on(!entry_is_leaf(d->dir[i])))
 			continue;
-		leaf = word_leaf(i, d->dir[i]);
+		leaf = (struct pfndir_leaf *)d->dir[i];
 		for (; lo < hi; lo++) {
-			struct sectab_seg **pg = &leaf->pg[lo & PFNDIR_MASK];
+			unsigned long k = lo & PFNDIR_MASK;
+			unsigned long *w = &leaf->present[k / BITS_PER_LONG];
 
-			leaf->used += !!seg - !!*pg;
-			*pg = seg;
+			leaf->used += !!seg - !!leaf->pg[k];
+			leaf->pg[k] = seg;
+			if (seg)
+				*w |= BIT(k % BITS_PER_LONG);
+			else
+				*w &= ~BIT(k % BITS_PER_LONG);
 		}
 	}
 }
@@ -205,7 +199,7 @@ static void sectab_pfndir_commit(struct sectab *t, unsigned long start,
 
 	sectab_walk_pieces(t, sectab_pfndir_paint, start, end);
 	for (i = start >> SECTAB_PFNDIR_SHIFT; i <= last; i++)
-		if (entry_is_leaf(i, d->dir[i]))
+		if (entry_is_leaf(d->dir[i]))
 			normalize(t, i);
 }
 
@@ -220,9 +214,14 @@ struct sectab_seg *sectab_pfndir_find(const struct sectab *t,
 		return NULL;
 	e = d->dir[i];
 	if (likely(!(e & PFNDIR_UNIFORM))) {
-		seg = ((struct sectab_seg *const *)e)[pfn];
-		if (!seg)
+		const struct pfndir_leaf *leaf = (const struct pfndir_leaf *)e;
+		unsigned long k = pfn & PFNDIR_MASK;
+
+		/* The bitmap answers holes from a line that stays in L1. */
+		if (!(leaf->present[k / BITS_PER_LONG] &
+		      BIT(k % BITS_PER_LONG)))
 			return NULL;
+		seg = leaf->pg[k];
 	} else {
 		seg = (struct sectab_seg *)(e - PFNDIR_UNIFORM);
 	}
