@@ -4,7 +4,7 @@
  * the split buddy over real page frames, its ioctls, sysfs knobs and debugfs
  * check. Loads the module itself with a small arena (4 sections of 8 MiB,
  * slot 0 pinned, 1-3 hotplug) unless /dev/buddy_split already exists, and
- * unloads it at exit.
+ * unloads it at exit (which also returns any kernel pages left held).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,6 +16,8 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <signal.h>
 #include <linux/buddy_split.h>
 
 #include "kselftest_harness.h"
@@ -316,6 +318,40 @@ TEST_F(bs, kernel_hold_release)
 	h.type = BUDDY_SPLIT_KERNEL_RECLAIMABLE;
 	ASSERT_EQ(0, bs_ioctl(self->fd, BUDDY_SPLIT_IOC_KERNEL_HOLD, &h));
 	ASSERT_EQ(0, bs_ioctl(self->fd, BUDDY_SPLIT_IOC_KERNEL_RELEASE, NULL));
+}
+
+/* A fatal signal stops a long WORKLOAD; the arena stays consistent. */
+TEST_F(bs, workload_killed_midway)
+{
+	struct buddy_split_workload w = {
+		.seed = 5, .ops = 100000000, .max_order = 3,
+		.mix = { 70, 20, 10 }, .lifetime = { 1000, 1000, 1000 },
+	};
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (!pid) {
+		ioctl(self->fd, BUDDY_SPLIT_IOC_WORKLOAD, &w);
+		_exit(0);
+	}
+	sleep(1);
+	ASSERT_EQ(0, kill(pid, SIGKILL));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFSIGNALED(status));
+	ASSERT_EQ(0, bs_ioctl(self->fd, BUDDY_SPLIT_IOC_CHECK, NULL));
+}
+
+/* Held kernel pages left behind: unloading the module returns them. */
+TEST_F(bs, kernel_hold_left_for_unload)
+{
+	struct buddy_split_hold h = {
+		.type = BUDDY_SPLIT_KERNEL_NONRECLAIMABLE, .pages = 128,
+	};
+
+	ASSERT_EQ(0, bs_ioctl(self->fd, BUDDY_SPLIT_IOC_KERNEL_HOLD, &h));
+	ASSERT_EQ(128, h.pages);
 }
 
 static bool loaded_here;
