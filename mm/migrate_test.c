@@ -37,8 +37,9 @@
  *   page's lock, and cleared before that lock is dropped. The MIGRATE
  *   ioctl sets it as soon as it has locked the old page (step 1), so
  *   faults sleep through the allocation too.
- * - A pte mapping P is installed only by migt_fault() while it holds P's lock
- *   and has seen entry == P and !MIGT_BUSY. A migrator redirects the entry
+ * - A pte mapping P is installed only by migt_fault() (for the faulting
+ *   page or, fault-around, a neighbour) while it holds P's lock and has
+ *   seen entry == P and !MIGT_BUSY. A migrator redirects the entry
  *   and then unmaps, both under P's lock, so no pte of P survives a
  *   migration and no new one can appear.
  * - migt_fault() never sleeps on a page lock while holding a page reference
@@ -105,6 +106,7 @@
 #define MIGT_ID_SHIFT	20		/* log2(MIGRATE_TEST_MAX_PAGES) */
 #define MIGT_MAX_IDS	BIT(16)
 #define MIGT_ISOLATED_RETRIES	20
+#define MIGT_FAULT_AROUND	16	/* pages, a power of two */
 
 static unsigned int ref_timeout_ms = 100;
 module_param(ref_timeout_ms, uint, 0444);
@@ -216,6 +218,36 @@ static vm_fault_t migt_populate(struct migt_ctx *ctx, pgoff_t index)
 	return 0;
 }
 
+/*
+ * Fault-around: also map the populated neighbours of the faulting page in
+ * its aligned window of MIGT_FAULT_AROUND pages, under the same rule as the
+ * fault itself (page locked, entry current and not busy). A migration
+ * leaves its pages unmapped, so this saves most refaults afterwards.
+ */
+static void migt_fault_around(struct vm_fault *vmf, struct migt_ctx *ctx,
+			      pgoff_t index)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	pgoff_t first = round_down(index, MIGT_FAULT_AROUND), i;
+	unsigned long addr;
+	struct page *page;
+
+	for (i = first; i < first + MIGT_FAULT_AROUND; i++) {
+		addr = vmf->address + ((long)(i - index) << PAGE_SHIFT);
+		if (i == index || addr < vma->vm_start || addr >= vma->vm_end)
+			continue;
+		page = migt_get_entry(ctx, i);
+		if (!page)
+			continue;
+		if (trylock_page(page)) {
+			if (migt_page_current(ctx, i, page))
+				vm_insert_page(vma, addr & PAGE_MASK, page);
+			unlock_page(page);
+		}
+		put_page(page);
+	}
+}
+
 static vm_fault_t migt_fault(struct vm_fault *vmf)
 {
 	struct vm_area_struct *vma = vmf->vma;
@@ -258,6 +290,8 @@ again:
 	unlock_page(page);
 	put_page(page);
 	migt_count(MIGT_FAULTS);
+	if (ret == VM_FAULT_NOPAGE)
+		migt_fault_around(vmf, ctx, index);
 	return ret;
 }
 

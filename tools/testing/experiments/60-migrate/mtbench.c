@@ -81,93 +81,82 @@ static uint64_t touch(const char *buf, size_t npages)
 	return now_ns() - t;
 }
 
-static void bench_memcpy(size_t npages, int rounds)
-{
-	size_t len = npages * psz;
-	char *a = malloc(len), *b = malloc(len);
-	uint64_t t;
-	int r;
+struct mp {			/* move_pages(2) on anonymous memory */
+	char *buf;
+	void **pages;
+	int *nodes, *status;
+	long retried;
+};
 
-	if (!a || !b)
-		die("malloc");
-	memset(a, 1, len);
-	memset(b, 2, len);
-	for (r = 0; r < rounds; r++) {
-		t = now_ns();
-		memcpy(r & 1 ? a : b, r & 1 ? b : a, len);
-		t = now_ns() - t;
-		printf("memcpy,0,%d,-1,%zu,%llu,0\n", r, npages,
-		       (unsigned long long)t);
-	}
-	free(a);
-	free(b);
-}
-
-static void bench_move_pages(size_t npages, int rounds)
+static void mp_setup(struct mp *mp, size_t npages)
 {
 	size_t len = npages * psz, i;
-	void **pages = calloc(npages, sizeof(void *));
-	int *nodes = calloc(npages, sizeof(int));
-	int *status = calloc(npages, sizeof(int));
-	char *buf;
-	uint64_t t;
-	long ret, retried = 0;
-	uint64_t tt;
-	int r, to, tries;
 
-	buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (buf == MAP_FAILED || !pages || !nodes || !status)
+	mp->pages = calloc(npages, sizeof(void *));
+	mp->nodes = calloc(npages, sizeof(int));
+	mp->status = calloc(npages, sizeof(int));
+	mp->buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mp->buf == MAP_FAILED || !mp->pages || !mp->nodes || !mp->status)
 		die("mmap");
 	/* 4 KiB pages, like the driver's: no transparent huge pages. */
-	if (madvise(buf, len, MADV_NOHUGEPAGE))
+	if (madvise(mp->buf, len, MADV_NOHUGEPAGE))
 		die("madvise");
-	fill((uint64_t *)buf, len / 8);
+	fill((uint64_t *)mp->buf, len / 8);
 	for (i = 0; i < npages; i++)
-		pages[i] = buf + i * psz;
-	for (r = -1; r < rounds; r++) {
-		to = (r + 1) & 1;	/* round -1 puts everything on node 0 */
-		for (i = 0; i < npages; i++)
-			nodes[i] = to;
-		t = now_ns();
-		/*
-		 * Pages that failed transiently (-EBUSY: not on an LRU list
-		 * yet) make move_pages() return how many did not move, and
-		 * leave the later status entries unset: move them all again
-		 * (pages already there cost a lookup only).
-		 */
-		for (tries = 0; tries < 10; tries++) {
-			ret = syscall(SYS_move_pages, 0, npages, pages, nodes,
-				      status, MPOL_MF_MOVE);
-			if (ret < 0)
-				die("move_pages");
-			for (i = 0; i < npages && status[i] == to; i++)
-				;
-			if (!ret && i == npages)
-				break;
-			retried++;
-		}
-		t = now_ns() - t;
-		for (i = 0; i < npages; i++)
-			if (status[i] != to) {
-				fprintf(stderr, "mtbench: page %zu on %d, not %d\n",
-					i, status[i], to);
-				exit(1);
-			}
-		tt = touch(buf, npages);
-		if (r >= 0)
-			printf("move_pages,0,%d,%d,%zu,%llu,%llu\n", r, to,
-			       npages, (unsigned long long)t,
-			       (unsigned long long)tt);
+		mp->pages[i] = mp->buf + i * psz;
+}
+
+static void mp_move(struct mp *mp, size_t npages, int r, int to)
+{
+	uint64_t t, tt;
+	size_t i;
+	int tries;
+	long ret;
+
+	for (i = 0; i < npages; i++)
+		mp->nodes[i] = to;
+	t = now_ns();
+	/*
+	 * Pages that failed transiently (-EBUSY: not on an LRU list yet) make
+	 * move_pages() return how many did not move, and leave the later
+	 * status entries unset: move them all again (pages already there
+	 * cost a lookup only).
+	 */
+	for (tries = 0; tries < 10; tries++) {
+		ret = syscall(SYS_move_pages, 0, npages, mp->pages, mp->nodes,
+			      mp->status, MPOL_MF_MOVE);
+		if (ret < 0)
+			die("move_pages");
+		for (i = 0; i < npages && mp->status[i] == to; i++)
+			;
+		if (!ret && i == npages)
+			break;
+		mp->retried++;
 	}
-	if (retried)
+	t = now_ns() - t;
+	for (i = 0; i < npages; i++)
+		if (mp->status[i] != to) {
+			fprintf(stderr, "mtbench: page %zu on %d, not %d\n",
+				i, mp->status[i], to);
+			exit(1);
+		}
+	tt = touch(mp->buf, npages);
+	if (r >= 0)
+		printf("move_pages,0,%d,%d,%zu,%llu,%llu\n", r, to, npages,
+		       (unsigned long long)t, (unsigned long long)tt);
+}
+
+static void mp_done(struct mp *mp, size_t npages)
+{
+	if (mp->retried)
 		fprintf(stderr, "mtbench: move_pages retried %ld times\n",
-			retried);
-	verify((uint64_t *)buf, len / 8, "move_pages");
-	munmap(buf, len);
-	free(pages);
-	free(nodes);
-	free(status);
+			mp->retried);
+	verify((uint64_t *)mp->buf, npages * psz / 8, "move_pages");
+	munmap(mp->buf, npages * psz);
+	free(mp->pages);
+	free(mp->nodes);
+	free(mp->status);
 }
 
 /* Memory block -> node, from /sys/devices/system/node/node<N>/memory<B>. */
@@ -234,75 +223,101 @@ static void check_nodes(int fd, void *buf, size_t npages, int node)
 	free(pfns);
 }
 
-static void bench_driver(size_t npages, int rounds, unsigned int batch,
-			 FILE *hist)
-{
-	size_t len = npages * psz;
-	struct migrate_test_migrate m;
-	struct migrate_test_stats st;
-	uint64_t t, tt;
+struct drv {			/* the migrate_test MIGRATE ioctl */
+	unsigned int batch;
+	int fd;
 	char *buf;
-	int fd, r, to, i;
+	uint64_t hist[MIGRATE_TEST_HIST_BUCKETS];
+};
 
-	fd = open("/dev/migrate_test", O_RDWR);
-	if (fd < 0)
+static void drv_setup(struct drv *d, size_t npages, unsigned int batch)
+{
+	d->batch = batch;
+	memset(d->hist, 0, sizeof(d->hist));
+	d->fd = open("/dev/migrate_test", O_RDWR);
+	if (d->fd < 0)
 		die("/dev/migrate_test");
-	buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (buf == MAP_FAILED)
+	d->buf = mmap(NULL, npages * psz, PROT_READ | PROT_WRITE, MAP_SHARED,
+		      d->fd, 0);
+	if (d->buf == MAP_FAILED)
 		die("mmap /dev/migrate_test");
-	fill((uint64_t *)buf, len / 8);
-	for (r = -1; r < rounds; r++) {
-		if (r == 0 && ioctl(fd, MIGRATE_TEST_IOC_RESET_STATS))
-			die("RESET_STATS");
-		to = (r + 1) & 1;
-		memset(&m, 0, sizeof(m));
-		m.addr = (uintptr_t)buf;
-		m.len = len;
-		m.target = MIGRATE_TEST_TARGET_NODE;
-		m.node = to;
-		m.batch = batch;
-		t = now_ns();
-		if (ioctl(fd, MIGRATE_TEST_IOC_MIGRATE, &m))
-			die("MIGRATE");
-		t = now_ns() - t;
-		if (m.failed) {
-			fprintf(stderr, "mtbench: %llu pages failed (%d)\n",
-				(unsigned long long)m.failed, m.first_error);
-			exit(1);
-		}
-		/* Round -1 may find pages already on node 0. */
-		if (r >= 0 && m.migrated != npages) {
-			fprintf(stderr, "mtbench: migrated %llu of %zu\n",
-				(unsigned long long)m.migrated, npages);
-			exit(1);
-		}
-		tt = touch(buf, npages);
-		check_nodes(fd, buf, npages, to);
-		if (r >= 0)
-			printf("migrate_test,%u,%d,%d,%zu,%llu,%llu\n", batch, r,
-			       to, npages, (unsigned long long)t,
-			       (unsigned long long)tt);
+	fill((uint64_t *)d->buf, npages * psz / 8);
+}
+
+static void drv_move(struct drv *d, size_t npages, int r, int to)
+{
+	struct migrate_test_stats st0, st1;
+	struct migrate_test_migrate m;
+	uint64_t t, tt;
+	int i;
+
+	memset(&m, 0, sizeof(m));
+	m.addr = (uintptr_t)d->buf;
+	m.len = npages * psz;
+	m.target = MIGRATE_TEST_TARGET_NODE;
+	m.node = to;
+	m.batch = d->batch;
+	if (ioctl(d->fd, MIGRATE_TEST_IOC_STATS, &st0))
+		die("STATS");
+	t = now_ns();
+	if (ioctl(d->fd, MIGRATE_TEST_IOC_MIGRATE, &m))
+		die("MIGRATE");
+	t = now_ns() - t;
+	if (ioctl(d->fd, MIGRATE_TEST_IOC_STATS, &st1))
+		die("STATS");
+	if (m.failed) {
+		fprintf(stderr, "mtbench: %llu pages failed (%d)\n",
+			(unsigned long long)m.failed, m.first_error);
+		exit(1);
 	}
-	verify((uint64_t *)buf, len / 8, "migrate_test");
-	if (hist) {
-		if (ioctl(fd, MIGRATE_TEST_IOC_STATS, &st))
-			die("STATS");
-		for (i = 0; i < MIGRATE_TEST_HIST_BUCKETS; i++)
-			if (st.hist_ns[i])
-				fprintf(hist, "migrate_test,%u,%llu,%llu\n",
-					batch, 1ULL << i,
-					(unsigned long long)st.hist_ns[i]);
+	/* Round -1 may find pages already on node 0. */
+	if (r >= 0 && m.migrated != npages) {
+		fprintf(stderr, "mtbench: migrated %llu of %zu\n",
+			(unsigned long long)m.migrated, npages);
+		exit(1);
 	}
-	munmap(buf, len);
-	close(fd);
+	tt = touch(d->buf, npages);
+	check_nodes(d->fd, d->buf, npages, to);
+	if (r < 0)
+		return;
+	for (i = 0; i < MIGRATE_TEST_HIST_BUCKETS; i++)
+		d->hist[i] += st1.hist_ns[i] - st0.hist_ns[i];
+	printf("migrate_test,%u,%d,%d,%zu,%llu,%llu\n", d->batch, r, to,
+	       npages, (unsigned long long)t, (unsigned long long)tt);
+}
+
+static void drv_done(struct drv *d, size_t npages, FILE *hist)
+{
+	int i;
+
+	verify((uint64_t *)d->buf, npages * psz / 8, "migrate_test");
+	for (i = 0; hist && i < MIGRATE_TEST_HIST_BUCKETS; i++)
+		if (d->hist[i])
+			fprintf(hist, "migrate_test,%u,%llu,%llu\n", d->batch,
+				1ULL << i, (unsigned long long)d->hist[i]);
+	munmap(d->buf, npages * psz);
+	close(d->fd);
+}
+
+static void memcpy_move(char *a, char *b, size_t npages, int r)
+{
+	uint64_t t = now_ns();
+
+	memcpy(r & 1 ? a : b, r & 1 ? b : a, npages * psz);
+	t = now_ns() - t;
+	printf("memcpy,0,%d,-1,%zu,%llu,0\n", r, npages, (unsigned long long)t);
 }
 
 int main(int argc, char **argv)
 {
 	static const unsigned int batches[] = { 1, 8, 32, 64 };
+#define NB	ARRAY_SIZE(batches)
+	struct drv drv[NB];
 	size_t npages = 8192;
-	int rounds = 6, i;
+	int rounds = 6, i, r, to;
 	FILE *hist = NULL;
+	struct mp mp = { 0 };
+	char *a, *b;
 
 	psz = sysconf(_SC_PAGESIZE);
 	for (i = 1; i < argc; i++) {
@@ -324,12 +339,33 @@ int main(int argc, char **argv)
 	if (hist)
 		fprintf(hist, "method,batch,bucket_lo_ns,count\n");
 	printf("method,batch,round,to_node,pages,ns,touch_ns\n");
-	bench_memcpy(npages, rounds);
-	bench_move_pages(npages, rounds);
-	for (i = 0; i < (int)ARRAY_SIZE(batches); i++)
-		bench_driver(npages, rounds, batches[i], hist);
-	/* move_pages once more: the order must not decide the result. */
-	bench_move_pages(npages, rounds);
+
+	/*
+	 * All methods in turn within each round, so that a change of the
+	 * host's load (the guest is emulated) hits every method alike.
+	 */
+	a = malloc(npages * psz);
+	b = malloc(npages * psz);
+	if (!a || !b)
+		die("malloc");
+	memset(a, 1, npages * psz);
+	memset(b, 2, npages * psz);
+	mp_setup(&mp, npages);
+	for (i = 0; i < NB; i++)
+		drv_setup(&drv[i], npages, batches[i]);
+	for (r = -1; r < rounds; r++) {
+		to = (r + 1) & 1;	/* round -1 puts everything on node 0 */
+		if (r >= 0)
+			memcpy_move(a, b, npages, r);
+		mp_move(&mp, npages, r, to);
+		for (i = 0; i < NB; i++)
+			drv_move(&drv[(i + r + NB) % NB], npages, r, to);
+	}
+	mp_done(&mp, npages);
+	for (i = 0; i < NB; i++)
+		drv_done(&drv[i], npages, hist);
+	free(a);
+	free(b);
 	if (hist)
 		fclose(hist);
 	return 0;

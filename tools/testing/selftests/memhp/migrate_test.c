@@ -238,7 +238,7 @@ TEST_F(mt, fault_and_mmap_rules)
 }
 
 /* Pattern -> migrate every page -> the pattern is intact, every pfn moved. */
-TEST_F(mt, pattern_migrate_verify)
+TEST_F_TIMEOUT(mt, pattern_migrate_verify, 60)
 {
 	struct migrate_test_migrate m = {
 		.target = MIGRATE_TEST_TARGET_NODE, .node = -1,
@@ -347,7 +347,7 @@ TEST_F(mt, bad_input_rejected)
 }
 
 /* Into a named section: afterwards every page lies in its pfn range. */
-TEST_F(mt, migrate_into_section)
+TEST_F_TIMEOUT(mt, migrate_into_section, 120)
 {
 	struct migrate_test_migrate m = {
 		.target = MIGRATE_TEST_TARGET_RANGE,
@@ -394,7 +394,7 @@ TEST_F(mt, migrate_into_section)
 }
 
 /* Injected failures: data intact, the failed list exactly the injected. */
-TEST_F(mt, injected_failures_roll_back)
+TEST_F_TIMEOUT(mt, injected_failures_roll_back, 60)
 {
 	static const int nomem[] = { 3, 10 }, held[] = { 20, 21, 200 };
 	struct migrate_test_migrate m = {
@@ -506,7 +506,7 @@ static void *releaser_fn(void *arg)
  * the migration waits for an injected reference, a reader faults meanwhile
  * and must wait until the reference is dropped and the copy committed.
  */
-TEST_F(mt, access_blocks_until_migrated)
+TEST_F_TIMEOUT(mt, access_blocks_until_migrated, 60)
 {
 	struct migrate_test_migrate m = {
 		.target = MIGRATE_TEST_TARGET_NODE, .node = -1,
@@ -574,7 +574,7 @@ static void *writer_fn(void *arg)
 }
 
 /* 8 writers run during 1000 migrations; afterwards every word is checked. */
-TEST_F(mt, writers_during_migrations)
+TEST_F_TIMEOUT(mt, writers_during_migrations, 180)
 {
 	struct migrate_test_migrate m = {
 		.target = MIGRATE_TEST_TARGET_NODE, .node = -1,
@@ -627,8 +627,54 @@ TEST_F(mt, writers_during_migrations)
 	}
 }
 
+#define KPF_LRU		5
+
+/*
+ * Only free and LRU pages in the block (from /proc/kpagecount and
+ * /proc/kpageflags): offlining can then succeed, and a failed attempt will
+ * not dump an unmovable page into the kernel log.
+ */
+static bool block_movable(long block, uint64_t bpfns)
+{
+	size_t sz = bpfns * 8;
+	uint64_t *cnt = malloc(sz), *flg = malloc(sz), i;
+	int fc = open("/proc/kpagecount", O_RDONLY);
+	int ff = open("/proc/kpageflags", O_RDONLY);
+	bool ok = cnt && flg && fc >= 0 && ff >= 0 &&
+		  pread(fc, cnt, sz, block * sz) == (ssize_t)sz &&
+		  pread(ff, flg, sz, block * sz) == (ssize_t)sz;
+
+	for (i = 0; ok && i < bpfns; i++)
+		if (cnt[i] && !(flg[i] & (1ULL << KPF_LRU)))
+			ok = false;
+	if (fc >= 0)
+		close(fc);
+	if (ff >= 0)
+		close(ff);
+	free(cnt);
+	free(flg);
+	return ok;
+}
+
+static void on_alarm(int sig)
+{
+}
+
+/* Write a block's state, giving up after @secs (offlining retries). */
+static int block_set_state_timeout(long block, const char *state, int secs)
+{
+	struct sigaction sa = { .sa_handler = on_alarm };
+	int ret;
+
+	sigaction(SIGALRM, &sa, NULL);	/* no SA_RESTART: write gets EINTR */
+	alarm(secs);
+	ret = block_set_state(block, state);
+	alarm(0);
+	return ret;
+}
+
 /* Offline a memory block holding driver pages: they move, data survives. */
-TEST_F(mt, offline_block_with_driver_pages)
+TEST_F_TIMEOUT(mt, offline_block_with_driver_pages, 180)
 {
 	struct migrate_test_migrate m = {
 		.target = MIGRATE_TEST_TARGET_RANGE,
@@ -643,7 +689,7 @@ TEST_F(mt, offline_block_with_driver_pages)
 	fill(self->buf, self->len, 11);
 	n = list_blocks(blocks, 512);
 	for (i = n - 1; i > 0 && b < 0 && tried < 12; i--) {
-		if (!block_online(blocks[i]))
+		if (!block_online(blocks[i]) || !block_movable(blocks[i], bpfns))
 			continue;
 		m.start_pfn = blocks[i] * bpfns;
 		m.end_pfn = m.start_pfn + bpfns;
@@ -656,7 +702,7 @@ TEST_F(mt, offline_block_with_driver_pages)
 				   m.end_pfn), (int)self->npages);
 		tried++;
 		ASSERT_EQ(get_stats(self->fd, &st0), 0);
-		ret = block_set_state(blocks[i], "offline");
+		ret = block_set_state_timeout(blocks[i], "offline", 30);
 		ksft_print_msg("block %ld holds all %zu pages; offline: %s\n",
 			       blocks[i], self->npages,
 			       ret ? strerror(-ret) : "ok");
@@ -682,6 +728,40 @@ TEST_F(mt, offline_block_with_driver_pages)
 #define WAIT_DELETED \
 	"x-memhp-wait-event event=DEVICE_DELETED 'match={\"device\":\"mt-dimm0\"}' timeout=60"
 
+/*
+ * Compaction (/proc/sys/vm/compact_memory) moves driver pages through the
+ * driver's callbacks: the pages are put low in memory, where compaction's
+ * migration scanner starts, and must come out intact.
+ */
+TEST_F_TIMEOUT(mt, compaction_moves_driver_pages, 120)
+{
+	/* The lowest 112 MiB above ZONE_DMA (16 MiB): where the scan starts. */
+	struct migrate_test_migrate m = {
+		.target = MIGRATE_TEST_TARGET_RANGE,
+		.start_pfn = (16 << 20) / 4096, .end_pfn = (128 << 20) / 4096,
+	};
+	struct migrate_test_stats st0, st1;
+
+	fill(self->buf, self->len, 23);
+	ASSERT_EQ(do_migrate(self->fd, self->buf, self->len, &m), 0);
+	ASSERT_EQ(m.failed, 0);
+	ASSERT_EQ(query(self->fd, self->buf, self->len, self->pfns),
+		  (int)self->npages);
+	ASSERT_EQ(get_stats(self->fd, &st0), 0);
+	ASSERT_EQ(write_str("/proc/sys/vm/compact_memory", "1"), 0);
+	ASSERT_EQ(get_stats(self->fd, &st1), 0);
+	ASSERT_EQ(query(self->fd, self->buf, self->len, self->pfns2),
+		  (int)self->npages);
+	ksft_print_msg("compaction: %llu isolated %llu moved %llu refused, %d pfns changed\n",
+		       (unsigned long long)(st1.core_isolated - st0.core_isolated),
+		       (unsigned long long)(st1.core_migrated - st0.core_migrated),
+		       (unsigned long long)(st1.core_eagain - st0.core_eagain),
+		       (int)self->npages - count_in(self->pfns2, self->npages,
+						    m.start_pfn, m.end_pfn));
+	EXPECT_GT(st1.core_migrated - st0.core_migrated, 0);
+	EXPECT_EQ(check(self->buf, self->len, 23), -1);
+}
+
 static int run_qmp(const char *args)
 {
 	char cmd[512];
@@ -694,7 +774,7 @@ static int run_qmp(const char *args)
  * Driver pages on a hot-added ACPI DIMM: offline moves them out, device_del
  * removes the DIMM, and the data is intact at every step.
  */
-TEST_F(mt, dimm_offline_and_device_del)
+TEST_F_TIMEOUT(mt, dimm_offline_and_device_del, 300)
 {
 	struct migrate_test_migrate m = {
 		.target = MIGRATE_TEST_TARGET_RANGE,
