@@ -4,10 +4,11 @@
  * buddy with free areas split by reclaim type, global HOTPLUG/PINNED lists
  * and a run-time fallback policy) over an arena of real page frames.
  *
- * At load the module takes nr_sections naturally aligned chunks of
- * section_mb MiB from the kernel with alloc_contig_range() (ZONE_MOVABLE
+ * At load the module takes nr_sections (8) naturally aligned chunks of
+ * section_mb (16) MiB from the kernel with alloc_contig_range() (ZONE_MOVABLE
  * first, then ZONE_NORMAL, then ZONE_DMA32, highest pfns first); slots
- * 0..pinned_sections-1 are "pinned" (non-removable), the others "hotplug".
+ * 0..pinned_sections-1 (2) are "pinned" (non-removable), the others
+ * "hotplug".
  * buddy_core.c manages the frames with its own descriptors per section; the
  * frames stay allocated to this module until unload, which always returns
  * every one of them (removing a section only takes it out of the allocator).
@@ -49,17 +50,17 @@ static_assert(BUDDY_SPLIT_KERNEL_NONRECLAIMABLE == BS_KERNEL_NONRECLAIMABLE);
 static_assert(BUDDY_SPLIT_MODE_BITMAP == BS_MODE_BITMAP);
 static_assert(BUDDY_SPLIT_POLICY_FALLBACK == BS_POLICY_FALLBACK);
 
-static unsigned int nr_sections = 16;
+static unsigned int nr_sections = 8;
 module_param(nr_sections, uint, 0444);
-MODULE_PARM_DESC(nr_sections, "Arena sections taken from the kernel (1..256, default 16)");
+MODULE_PARM_DESC(nr_sections, "Arena sections taken from the kernel (1..256, default 8)");
 
-static unsigned int section_mb = 32;
+static unsigned int section_mb = 16;
 module_param(section_mb, uint, 0444);
-MODULE_PARM_DESC(section_mb, "Section size in MiB, a power of two, 4..1024 (default 32)");
+MODULE_PARM_DESC(section_mb, "Section size in MiB, a power of two, 4..1024 (default 16)");
 
-static unsigned int pinned_sections = 4;
+static unsigned int pinned_sections = 2;
 module_param(pinned_sections, uint, 0444);
-MODULE_PARM_DESC(pinned_sections, "Slots 0..N-1 are pinned, the rest hotplug (default 4)");
+MODULE_PARM_DESC(pinned_sections, "Slots 0..N-1 are pinned, the rest hotplug (default 2)");
 
 static DEFINE_MUTEX(buddy_split_lock);
 static struct bs_arena *arena;		/* protected by buddy_split_lock */

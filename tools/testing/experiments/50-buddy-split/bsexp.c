@@ -322,8 +322,9 @@ static u64 bench_once(int target, unsigned int order, u64 count, u64 seed,
 }
 
 /*
- * Repetitions go round-robin over the allocators, so that a burst of load
- * on the (shared, emulated) machine hits them all alike; medians per cell.
+ * Repetitions go round-robin over the allocators, forwards and backwards,
+ * so that a burst of load on the (shared, emulated) machine or a cold start
+ * after another cell hits them all alike; medians per cell.
  */
 static void bench(u64 count)
 {
@@ -332,11 +333,15 @@ static void bench(u64 count)
 	u64 a[ARRAY_SIZE(cells)][ARRAY_SIZE(orders)][REPS];
 	u64 f[ARRAY_SIZE(cells)][ARRAY_SIZE(orders)][REPS];
 	u64 done[ARRAY_SIZE(cells)][ARRAY_SIZE(orders)];
-	unsigned int c, o, r, nc = ARRAY_SIZE(cells) - !use_dev;
+	unsigned int c, k, o, r, nc = ARRAY_SIZE(cells) - !use_dev;
 
 	for (r = 0; r < REPS; r++) {
-		for (c = 0; c < nc; c++) {
-			const struct config *cf = cells[c] < 0 ? NULL : &configs[cells[c]];
+		for (k = 0; k < nc; k++) {
+			/* Odd rounds run the cells backwards: no fixed order. */
+			const struct config *cf;
+
+			c = r & 1 ? nc - 1 - k : k;
+			cf = cells[c] < 0 ? NULL : &configs[cells[c]];
 
 			for (o = 0; o < ARRAY_SIZE(orders); o++) {
 				u64 ns[2];
