@@ -18,7 +18,7 @@ HOG_PID=
 
 memhp_require_guest
 ktap_print_header
-ktap_set_plan 12
+ktap_set_plan 14
 
 cleanup()
 {
@@ -167,9 +167,17 @@ if rmmod virtio_mem_shim && [ "$(qmp_memdev_size vm0)" = 0 ] &&
 	ok=1
 fi
 ktap_print_msg "after unload: MemTotal $(meminfo_kb MemTotal) kB (base $MEMTOTAL0), host size $(qmp_memdev_size vm0)"
-if [ $ok = 1 ] && load_shim && sleep 0.2 && rmmod virtio_mem_shim &&
-   [ "$(qmp_memdev_size vm0)" = 0 ] && [ "$(meminfo_kb MemTotal)" -eq "$MEMTOTAL0" ]; then
-	ok=2
+plugging()
+{
+	[ "$(cat "$DEV/plugged_size")" != 0 ]
+}
+if [ $ok = 1 ] && load_shim; then
+	wait_for 30 plugging
+	ktap_print_msg "unloading while plugging: $(cat "$DEV/plugged_size") bytes plugged"
+	if rmmod virtio_mem_shim && [ "$(qmp_memdev_size vm0)" = 0 ] &&
+	   [ "$(meminfo_kb MemTotal)" -eq "$MEMTOTAL0" ]; then
+		ok=2
+	fi
 fi
 ktap_test_result "unload unplugs everything, also midway" [ $ok = 2 ]
 ok=0
@@ -177,7 +185,35 @@ load_shim && wait_for 120 at_size $((1024 * MIB)) && ok=1
 ktap_print_msg "after reload: $(state_line)"
 ktap_test_result "reload follows the host request again" [ $ok = 1 ]
 
-# 5. Unplug under memory pressure: fill memory (the movable units first),
+# 5. Onlining by the driver when the system policy leaves blocks offline:
+# online_type=movable onlines them (sysfs), online_type=offline does not,
+# and offline units are unplugged like online ones.
+zone_count()
+{
+	grep -c " added $1" /sys/kernel/debug/virtio_mem_shim/*/blocks
+}
+request 0
+wait_for 120 at_size 0
+set_auto_online offline
+request $((256 * MIB))
+ok=0
+wait_for 120 at_size $((256 * MIB)) && [ "$(zone_count 'online Movable')" = 2 ] && ok=1
+ktap_print_msg "online_type=movable, auto_online_blocks=offline: $(zone_count 'online Movable') blocks online movable"
+ktap_test_result "online_type=movable onlines blocks the system left offline" [ $ok = 1 ]
+echo offline > /sys/module/virtio_mem_shim/parameters/online_type
+request $((512 * MIB))
+ok=0
+if wait_for 120 test "$(cat "$DEV/plugged_size")" = $((512 * MIB)) &&
+   [ "$(zone_count 'offline')" = 2 ]; then
+	request 0
+	wait_for 120 test "$(qmp_memdev_size vm0)" = 0 && ok=1
+fi
+ktap_print_msg "online_type=offline: plugged $(cat "$DEV/plugged_size"), host size $(qmp_memdev_size vm0), MemTotal +$(($(meminfo_kb MemTotal) - MEMTOTAL0)) kB"
+ktap_test_result "online_type=offline leaves blocks offline; offline units unplug" [ $ok = 1 ]
+echo movable > /sys/module/virtio_mem_shim/parameters/online_type
+set_auto_online online_movable
+
+# 6. Unplug under memory pressure: fill memory (the movable units first),
 # then ask for 0. What cannot go is reported; it goes once memory is free.
 # The hog takes free memory only (not the page cache: the guest's binaries
 # live there), leaving less than 1 GiB free; the driver's unplug_reserve_mb
@@ -219,7 +255,7 @@ wait_for 120 at_size 0 && [ "$(cat "$DEV/unplug_shortfall")" = "0 0" ] && ok=1
 ktap_print_msg "pressure gone: $(state_line), shortfall '$(cat "$DEV/unplug_shortfall")'"
 ktap_test_result "the rest is unplugged once memory is free" [ $ok = 1 ]
 
-# 6. Clean unload at the end.
+# 7. Clean unload at the end.
 ok=0
 rmmod virtio_mem_shim && [ "$(qmp_memdev_size vm0)" = 0 ] && ok=1
 ktap_test_result "final unload" [ $ok = 1 ]
