@@ -891,6 +891,38 @@ TEST(unload_refused_while_mapped)
 }
 
 /*
+ * Last (a fixture registered after "mt" runs after it): every earlier test
+ * closed its file, so no driver page is left.
+ */
+FIXTURE(last)
+{
+	int unused;
+};
+
+FIXTURE_SETUP(last)
+{
+}
+
+FIXTURE_TEARDOWN(last)
+{
+}
+
+TEST_F(last, no_pages_left)
+{
+	struct migrate_test_stats st;
+	int fd = open(DEV, O_RDWR);
+
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(get_stats(fd, &st), 0);
+	close(fd);
+	ksft_print_msg("pages allocated %llu, freed %llu, alive %llu\n",
+		       (unsigned long long)st.allocated,
+		       (unsigned long long)st.freed,
+		       (unsigned long long)st.pages);
+	EXPECT_EQ(st.pages, 0);
+}
+
+/*
  * Load the module before the tests (unless it is loaded) and unload it
  * after them: the harness runs each test in a child that leaves with
  * _exit(), so only the parent runs the atexit handler.
