@@ -250,9 +250,6 @@ static int build_tables(struct sectab **tabs, const struct pfn_section *secs,
 			if (ret)
 				goto err;
 		}
-		index_bytes[k] = sectab_index_bytes(tabs[k]);
-		desc_bytes[k] = sectab_desc_bytes(tabs[k]);
-		nr_segs[k] = sectab_nr_segs(tabs[k]);
 	}
 	return 0;
 err:
@@ -290,6 +287,7 @@ static int pfn_bench_run(unsigned long lookups, unsigned int reps)
 {
 	struct sectab *tabs[SECTAB_NR_KINDS] = { };
 	static u64 times[M_NR][PFN_BENCH_MAX_REPS];
+	static struct pfn_result res[M_NR];	/* published on success */
 	struct page **pages = NULL;
 	unsigned long *ring = NULL;
 	struct pfn_section *secs;
@@ -322,13 +320,13 @@ static int pfn_bench_run(unsigned long lookups, unsigned int reps)
 
 	/* Every method must find the right struct page. */
 	for (m = 0; m < M_NR; m++) {
-		results[m].mismatches = 0;
+		res[m].mismatches = 0;
 		for (i = 0; i < PFN_BENCH_RING; i += 7)
 			if (lookup_one(m, tabs, ring[i], pages[i]) != pages[i])
-				results[m].mismatches++;
-		if (results[m].mismatches)
+				res[m].mismatches++;
+		if (res[m].mismatches)
 			pr_warn("%s: %lu wrong struct pages\n",
-				method_names[m], results[m].mismatches);
+				method_names[m], res[m].mismatches);
 	}
 
 	/* Interleaved: every repetition runs every method once. */
@@ -344,9 +342,16 @@ static int pfn_bench_run(unsigned long lookups, unsigned int reps)
 	}
 	for (m = 0; m < M_NR; m++) {
 		sort(times[m], reps, sizeof(u64), cmp_u64, NULL);
-		results[m].min = times[m][0];
-		results[m].med = times[m][reps / 2];
-		results[m].max = times[m][reps - 1];
+		res[m].min = times[m][0];
+		res[m].med = times[m][reps / 2];
+		res[m].max = times[m][reps - 1];
+	}
+	/* Complete: publish (a failed or killed run leaves the last one). */
+	memcpy(results, res, sizeof(results));
+	for (m = 0; m < SECTAB_NR_KINDS; m++) {
+		index_bytes[m] = sectab_index_bytes(tabs[m]);
+		desc_bytes[m] = sectab_desc_bytes(tabs[m]);
+		nr_segs[m] = sectab_nr_segs(tabs[m]);
 	}
 	res_lookups = lookups;
 	res_reps = reps;

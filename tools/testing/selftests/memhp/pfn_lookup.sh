@@ -74,7 +74,9 @@ kill -9 "$writer" 2>/dev/null
 # (bash reports the killed job on stderr: not a KTAP line, so silence it)
 { wait_for 30 eval '! kill -0 '"$writer"' 2>/dev/null'; } 2>/dev/null ||
 	{ ktap_print_msg "killed run did not end"; ok=0; }
-ktap_test_result "no unload mid-run; a killed run ends" [ $ok = 1 ]
+grep -q '^# 20000 lookups x 3' "$D/results" ||
+	{ ktap_print_msg "the killed run changed the published results"; ok=0; }
+ktap_test_result "no unload mid-run; a killed run ends, results unchanged" [ $ok = 1 ]
 
 ok=1
 rmmod pfn_lookup || ok=0
