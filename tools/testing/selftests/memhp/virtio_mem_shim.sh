@@ -61,6 +61,16 @@ at_size()
 		[ $(($(meminfo_kb MemTotal) - MEMTOTAL0)) -eq $((want / 1024)) ]
 }
 
+plugged_is()
+{
+	[ "$(cat "$DEV/plugged_size")" = "$1" ]
+}
+
+host_is()
+{
+	[ "$(qmp_memdev_size vm0)" = "$1" ]
+}
+
 state_line()
 {
 	echo "MemTotal +$(($(meminfo_kb MemTotal) - MEMTOTAL0)) kB," \
@@ -101,7 +111,7 @@ if load_shim; then
 else
 	ktap_exit_fail_msg "virtio_mem_shim did not bind"
 fi
-wait_for 30 at_size 0 2>/dev/null
+wait_for 30 plugged_is 0
 MEMTOTAL0=$(meminfo_kb MemTotal)
 UNIT=$(cat "$DEV/unit_size")
 ktap_print_msg "block_size $(cat "$DEV/block_size") unit_size $UNIT region $(cat "$DEV/region")"
@@ -203,10 +213,10 @@ ktap_test_result "online_type=movable onlines blocks the system left offline" [ 
 echo offline > /sys/module/virtio_mem_shim/parameters/online_type
 request $((512 * MIB))
 ok=0
-if wait_for 120 test "$(cat "$DEV/plugged_size")" = $((512 * MIB)) &&
+if wait_for 120 plugged_is $((512 * MIB)) &&
    [ "$(zone_count 'offline')" = 2 ]; then
 	request 0
-	wait_for 120 test "$(qmp_memdev_size vm0)" = 0 && ok=1
+	wait_for 120 host_is 0 && ok=1
 fi
 ktap_print_msg "online_type=offline: plugged $(cat "$DEV/plugged_size"), host size $(qmp_memdev_size vm0), MemTotal +$(($(meminfo_kb MemTotal) - MEMTOTAL0)) kB"
 ktap_test_result "online_type=offline leaves blocks offline; offline units unplug" [ $ok = 1 ]
@@ -215,6 +225,8 @@ set_auto_online online_movable
 
 # 6. Unplug under memory pressure: fill memory (the movable units first),
 # then ask for 0. What cannot go is reported; it goes once memory is free.
+request $((1024 * MIB))
+wait_for 120 at_size $((1024 * MIB))
 # The hog takes free memory only (not the page cache: the guest's binaries
 # live there), leaving less than 1 GiB free; the driver's unplug_reserve_mb
 # keeps it from evacuating into the last 64 MiB.
