@@ -156,6 +156,8 @@ def stage_guest(args):
         label = opts or "default guest"
         log(f"guest [{label}]: {' '.join(tests)}")
         cmd = [MEMHP_VM, "--quiet", "--timeout", str(args.guest_timeout)] + shlex.split(opts)
+        if args.kernel:
+            cmd += ["--kernel", args.kernel]
         cmd += ["--", "make --no-print-directory -C tools/testing/selftests/memhp "
                 f"OUTPUT={TOP}/build/selftests run_tests T={shlex.quote(' '.join(tests))}"]
         t0 = time.monotonic()
@@ -192,6 +194,8 @@ def main():
     p.add_argument("--only", default="", help="comma-separated stages (default: all)")
     p.add_argument("--tests", default="", help="comma-separated selftests for the guest stage")
     p.add_argument("--guest-timeout", type=int, default=1800)
+    p.add_argument("--kernel", default="",
+                   help="bzImage for the guests (make check-debug); modules built with KDIR")
     args = p.parse_args()
     args.tests = [t for t in args.tests.split(",") if t]
     only = [s for s in args.only.split(",") if s]

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make check-debug: the selftest suite on a debug kernel (KASAN, lockdep,
+# DEBUG_VM, DEBUG_PAGEALLOC, PAGE_OWNER, kmemleak), then a kmemleak scan.
+#
+#   1. tools/testing/debug/build-kernel.sh builds (or reuses) the kernel in
+#      build/debug-kernel/linux-source-6.1 (about 30 min on 2 idle cores).
+#   2. The repository is copied to build/debug-kernel/tree (sources only),
+#      so that modules built against the debug kernel never replace the
+#      ones in the working tree; modules and selftests are built there
+#      with KDIR= the debug kernel.
+#   3. check.py --only guest --kernel bzImage runs every selftest group in
+#      guests booted from the debug kernel; memhp-vm fails a guest whose
+#      log has a KASAN, lockdep, BUG, WARNING or kmemleak report.
+#   4. One more guest loads and exercises every module (load_unload.sh,
+#      fuzz_inputs.sh, unload_under_load.sh with CYCLES=5) and then asks
+#      kmemleak for two scans: any unreferenced object fails the run.
+#
+# Options: --tests a.sh,b (a subset), --build-only, --skip-suite (only the
+# kmemleak guest). Environment: JOBS (build jobs), GUEST_TIMEOUT (s).
+
+set -uo pipefail
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+DEBUG="$TOP/build/debug-kernel"
+TREE="$DEBUG/tree"
+GUEST_TIMEOUT=${GUEST_TIMEOUT:-7200}
+tests=
+build_only=0
+skip_suite=0
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--tests) tests=$2; shift ;;
+	--build-only) build_only=1 ;;
+	--skip-suite) skip_suite=1 ;;
+	-h|--help) sed -n '3,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "check-debug: unknown argument '$1'" >&2; exit 2 ;;
+	esac
+	shift
+done
+
+say() { echo "# check-debug: $*"; }
+
+t0=$(date +%s)
+bzimage=$("$TOP/tools/testing/debug/build-kernel.sh" | tail -n1) || exit 1
+KTREE=$(dirname "$(dirname "$(dirname "$(dirname "$bzimage")")")")
+say "kernel $(cat "$KTREE/include/config/kernel.release") ($bzimage), $(($(date +%s) - t0)) s"
+[ "$build_only" = 1 ] && exit 0
+
+# Sources only: objects and modules of the working tree stay out.
+mkdir -p "$TREE/build"
+rsync -a --delete --exclude=/build/ --exclude=/.venv --exclude=/.git/ --exclude=/results/ \
+	--exclude='*.o' --exclude='*.ko' --exclude='*.mod' --exclude='*.mod.c' \
+	--exclude='.*.cmd' --exclude=Module.symvers --exclude=modules.order \
+	"$TOP/" "$TREE/"
+ln -sfn "$TOP/.venv" "$TREE/.venv"
+ln -sfn "$TOP/build/ksrc" "$TREE/build/ksrc"
+export KDIR="$KTREE"
+say "building modules and selftests against $KDIR in $TREE"
+make -s -C "$TREE" modules >"$DEBUG/modules.log" 2>&1 || { tail -30 "$DEBUG/modules.log"; exit 1; }
+make -s -C "$TREE" selftests >>"$DEBUG/modules.log" 2>&1 || { tail -30 "$DEBUG/modules.log"; exit 1; }
+for ko in $(find "$TREE/mm" "$TREE/drivers" -name '*.ko'); do
+	modinfo -F vermagic "$ko" | grep -q memhp-debug ||
+		{ say "$ko is not built for the debug kernel"; exit 1; }
+done
+
+rc=0
+if [ "$skip_suite" = 0 ]; then
+	args=(--only guest --kernel "$bzimage" --guest-timeout "$GUEST_TIMEOUT")
+	[ -n "$tests" ] && args+=(--tests "$tests")
+	"$TOP/.venv/bin/python" "$TREE/tools/testing/check.py" "${args[@]}" || rc=1
+fi
+
+say "kmemleak guest: load, exercise and unload every module, then scan"
+S=tools/testing/selftests/memhp
+"$TREE/tools/testing/vm/memhp-vm" --kernel "$bzimage" --timeout "$GUEST_TIMEOUT" -- "
+	mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+	[ -e /sys/kernel/debug/kmemleak ] || { echo 'no kmemleak in this kernel'; exit 1; }
+	$S/load_unload.sh; $S/fuzz_inputs.sh; CYCLES=5 $S/unload_under_load.sh
+	echo clear > /sys/kernel/debug/kmemleak
+	for m in sparse_hotplug migrate_test buddy_split pfn_lookup; do
+		insmod \$(find mm drivers -name \$m.ko) && rmmod \$m
+	done
+	echo scan > /sys/kernel/debug/kmemleak; sleep 5
+	echo scan > /sys/kernel/debug/kmemleak
+	leaks=\$(grep -c '^unreferenced object' /sys/kernel/debug/kmemleak)
+	echo \"# kmemleak: \$leaks unreferenced objects after the suite\"
+	cat /sys/kernel/debug/kmemleak | head -60
+	[ \$leaks = 0 ]" || rc=1
+say "done in $(($(date +%s) - t0)) s: $([ $rc = 0 ] && echo PASS || echo FAIL)"
+exit $rc
