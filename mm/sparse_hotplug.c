@@ -342,6 +342,9 @@ static void shp_release_all(void)
 
 /* ---- online/offline through the core's sysfs file ---------------------- */
 
+/* Writes restarted because the device hotplug lock was busy (debugfs). */
+static atomic_t shp_restarts = ATOMIC_INIT(0);
+
 /*
  * Writes @cmd to /sys/devices/system/memory/memory<block>/state: the
  * core's own semantics, locking and uevents (see the top comment).
@@ -362,8 +365,10 @@ static int shp_block_write_state(unsigned long block, const char *cmd)
 		return PTR_ERR(file) == -ENOENT ? -ENODEV : PTR_ERR(file);
 	n = kernel_write(file, cmd, len, &pos);
 	filp_close(file, NULL);
-	if (n == -ERESTARTNOINTR)
+	if (n == -ERESTARTNOINTR) {
+		atomic_inc(&shp_restarts);
 		return restart_syscall();
+	}
 	if (n < 0)
 		return n;
 	return n == len ? 0 : -EIO;
@@ -380,6 +385,7 @@ enum shp_class {
 	SHP_PAGE_TABLES,
 	SHP_RESERVED,
 	SHP_DMA_PINNED,
+	SHP_GUP_HELD,
 	SHP_HUGETLB,
 	SHP_MEMMAP,
 	SHP_ISOLATED,
@@ -396,6 +402,7 @@ static const char * const shp_class_names[SHP_NR_CLASSES] = {
 	[SHP_PAGE_TABLES]	= "page_tables",
 	[SHP_RESERVED]		= "reserved",
 	[SHP_DMA_PINNED]	= "dma_pinned",
+	[SHP_GUP_HELD]		= "gup_held",
 	[SHP_HUGETLB]		= "hugetlb",
 	[SHP_MEMMAP]		= "memmap_on_memory",
 	[SHP_ISOLATED]		= "isolated",
@@ -410,6 +417,7 @@ static bool shp_class_blocks(enum shp_class c)
 	case SHP_PAGE_TABLES:
 	case SHP_RESERVED:
 	case SHP_DMA_PINNED:
+	case SHP_GUP_HELD:
 	case SHP_OTHER:
 		return true;
 	default:
@@ -470,6 +478,26 @@ static unsigned long shp_memmap_pages(unsigned long nr)
 }
 
 /*
+ * Does a small LRU page hold references beyond its mappings, the page
+ * cache and fs-private data? Such a reference (get_user_pages() without
+ * FOLL_PIN: vmsplice(), a driver's long-held page) makes migration fail
+ * until it is dropped, and offlining retries until a signal. Compound
+ * pages are not judged.
+ */
+static bool shp_extra_refs(struct page *page)
+{
+	int expected;
+
+	if (PageCompound(page))
+		return false;
+	if (PageAnon(page))
+		expected = page_mapcount(page) + (PageSwapCache(page) ? 1 : 0);
+	else
+		expected = 1 + page_mapcount(page) + (page_has_private(page) ? 1 : 0);
+	return page_count(page) > expected;
+}
+
+/*
  * The class of the page at @pfn and how many pages it covers (a free buddy
  * block counts whole). Racy by nature, like has_unmovable_pages() without
  * the zone lock: a snapshot.
@@ -499,8 +527,11 @@ static enum shp_class shp_classify(unsigned long pfn, bool isolated,
 		return SHP_FREE;	/* on a per-cpu list, or being freed */
 	if (page_maybe_dma_pinned(page))
 		return SHP_DMA_PINNED;
-	if (PageLRU(head))
+	if (PageLRU(head)) {
+		if (shp_extra_refs(page))
+			return SHP_GUP_HELD;
 		return PageAnon(head) ? SHP_LRU_ANON : SHP_LRU_FILE;
+	}
 	if (__PageMovable(head))
 		return SHP_NONLRU_MOVABLE;
 	if (PageSlab(head))
@@ -1493,6 +1524,7 @@ static int __init sparse_hotplug_init(void)
 	debugfs_create_file("sections", 0400, shp_debugfs, NULL,
 			    &shp_sections_table_fops);
 	debugfs_create_file("events", 0400, shp_debugfs, NULL, &shp_events_fops);
+	debugfs_create_atomic_t("restarts", 0400, shp_debugfs, &shp_restarts);
 	if (selftest_warn)
 		debugfs_create_file("provoke_warning", 0200, shp_debugfs, NULL,
 				    &shp_provoke_warning_fops);

@@ -4,7 +4,12 @@
  * anonymous memory that lies in a given pfn range, with io_uring fixed
  * buffers, and hold it until SIGUSR1 or SIGTERM.
  *
- *   memhp_pin SIZE_MIB FIRST_PFN END_PFN READY_FILE
+ *   memhp_pin [--vmsplice] SIZE_MIB FIRST_PFN END_PFN READY_FILE
+ *
+ * --vmsplice holds the page with a plain reference instead (FOLL_GET:
+ * vmsplice() into a pipe nobody reads). That is not a pin: the page may
+ * stay in ZONE_MOVABLE, where offlining then retries its migration until
+ * a signal, holding the device hotplug lock all along.
  *
  * Faults in SIZE_MIB of anonymous memory (no THP), finds through
  * /proc/self/pagemap (root sees PFNs) a page in [FIRST_PFN, END_PFN),
@@ -14,6 +19,7 @@
  * in ZONE_MOVABLE (GUP migrates the page out first): put the range in a
  * block onlined to a kernel zone.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -40,10 +46,16 @@ int main(int argc, char **argv)
 	sigset_t set;
 	char *buf;
 	FILE *f;
-	int fd, ring, sig;
+	int fd, ring, sig, pipefd[2], splice = 0;
 
+	if (argc > 1 && !strcmp(argv[1], "--vmsplice")) {
+		splice = 1;
+		argv++;
+		argc--;
+	}
 	if (argc != 5) {
-		fprintf(stderr, "usage: %s SIZE_MIB FIRST_PFN END_PFN READY_FILE\n", argv[0]);
+		fprintf(stderr, "usage: %s [--vmsplice] SIZE_MIB FIRST_PFN END_PFN READY_FILE\n",
+			argv[0]);
 		return 1;
 	}
 	size = strtoull(argv[1], NULL, 0) << 20;
@@ -87,17 +99,25 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	memset(&params, 0, sizeof(params));
-	ring = syscall(__NR_io_uring_setup, 1, &params);
-	if (ring < 0) {
-		perror("io_uring_setup");
-		return 1;
-	}
 	iov.iov_base = buf + found * page_size;
 	iov.iov_len = page_size;
-	if (syscall(__NR_io_uring_register, ring, IORING_REGISTER_BUFFERS, &iov, 1)) {
-		perror("io_uring_register");
-		return 1;
+	if (splice) {
+		ring = -1;
+		if (pipe(pipefd) || vmsplice(pipefd[1], &iov, 1, 0) != page_size) {
+			perror("vmsplice");
+			return 1;
+		}
+	} else {
+		memset(&params, 0, sizeof(params));
+		ring = syscall(__NR_io_uring_setup, 1, &params);
+		if (ring < 0) {
+			perror("io_uring_setup");
+			return 1;
+		}
+		if (syscall(__NR_io_uring_register, ring, IORING_REGISTER_BUFFERS, &iov, 1)) {
+			perror("io_uring_register");
+			return 1;
+		}
 	}
 	/* Only the pinned page stays mapped. */
 	if (found)
@@ -105,8 +125,8 @@ int main(int argc, char **argv)
 	if (found + 1 < pages)
 		munmap(buf + (found + 1) * page_size, (pages - found - 1) * page_size);
 
-	printf("# pin: pfn %#llx pinned (page %zu of %zu)\n",
-	       (unsigned long long)pfn, found, pages);
+	printf("# pin: pfn %#llx %s (page %zu of %zu)\n", (unsigned long long)pfn,
+	       splice ? "held by vmsplice" : "pinned", found, pages);
 	fflush(stdout);
 	f = fopen(argv[4], "w");
 	if (!f)
@@ -116,6 +136,7 @@ int main(int argc, char **argv)
 
 	if (sigwait(&set, &sig))
 		return 1;
-	close(ring);
+	if (ring >= 0)
+		close(ring);
 	return 0;
 }

@@ -8,7 +8,8 @@
 # its data in that memory, a block whose section is isolated is offlined,
 # the rest are offlined, and device_del then succeeds. Every error path of
 # the state file is checked on the way, and the event log must show each
-# transition.
+# transition. Then isolate's refusals on boot memory, and an unload with a
+# section still isolated.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -18,7 +19,7 @@ EVENTS=/sys/kernel/debug/sparse_hotplug/events
 
 memhp_require_guest
 ktap_print_header
-ktap_set_plan 16
+ktap_set_plan 19
 
 tmp=$(mktemp -d)
 cleanup()
@@ -224,5 +225,36 @@ for e in block_going block_transition section_control hidden_ram; do
 done
 ktap_test_result "tracepoints sparse_hotplug:* registered" [ $ok = 1 ]
 
+# 17: a section spanning two zones (DMA and DMA32) cannot be isolated
+m0=$(meminfo_kb MemTotal)
+ktap_print_msg "section0 zones: $(cat $SHP/sections/section0/zone)"
+ktap_test_result "isolate of section0 (two zones): EINVAL, unchanged" \
+	expect_errno $SHP/sections/section0/state isolate "Invalid argument"
+
+# 18: a boot section holding unmovable pages cannot be isolated
+busy=
+for d in $SHP/sections/section*; do
+	s=${d##*section}
+	[ "$s" -gt 0 ] && [ "$(cat $d/zone)" = DMA32 ] || continue
+	v=$(sed -n 's/^verdict //p' $d/offline_report)
+	case "$v" in "blocked: pfn "*) busy=$s; break;; esac
+done
+ktap_print_msg "section$busy: $v"
+ktap_test_result "isolate of a section with unmovable pages: EBUSY, unchanged" eval \
+	'[ -n "$busy" ] && expect_errno $SHP/sections/section$busy/state isolate "Device or resource busy" &&
+	 [ "$(meminfo_kb MemTotal)" = "$m0" ]'
+
+# 19: unloading with a section isolated gives it back
+free=
+for d in $SHP/sections/section*; do
+	s=${d##*section}
+	[ "$(cat $d/zone)" = DMA32 ] && grep -qx "verdict offlinable" $d/offline_report && free=$s
+done
+r=$(try_write $SHP/sections/section$free/state isolate)
+m1=$(meminfo_kb MemTotal)
 memhp_unload sparse_hotplug
+ktap_print_msg "isolate section$free: $r, MemTotal $m0 -> $m1 -> $(meminfo_kb MemTotal) kB after rmmod"
+ktap_test_result "rmmod with section$free isolated: MemTotal restored" eval \
+	'[ "$r" = ok ] && [ $((m0 - m1)) -eq $sec_kb ] && [ "$(meminfo_kb MemTotal)" = "$m0" ]'
+
 ktap_finished

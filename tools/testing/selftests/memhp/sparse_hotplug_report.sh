@@ -21,13 +21,14 @@ TABLE=/sys/kernel/debug/sparse_hotplug/sections
 
 memhp_require_guest
 ktap_print_header
-ktap_set_plan 9
+ktap_set_plan 10
 
 tmp=$(mktemp -d)
 cleanup()
 {
 	[ -n "$pin" ] && kill "$pin" 2>/dev/null
 	[ -n "$holder" ] && kill "$holder" 2>/dev/null
+	[ -n "$splicer" ] && kill "$splicer" 2>/dev/null
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -133,7 +134,38 @@ ktap_print_msg "table: $row"
 ktap_test_result "debugfs table row of section $sa blocked, $sb offline" eval \
 	'echo "$row" | grep -q "blocked: " && awk -v s=$sb "\$1 == s" $TABLE | grep -q " offline$"'
 
-# 8: unpinned, the verdict and a real offline agree again
+# 8: a section write while the device hotplug lock is held elsewhere. A
+# third block, in ZONE_MOVABLE, gets a page held by vmsplice() (a plain
+# reference, not a pin; the report calls it gup_held): its offline retries
+# the migration until a signal, holding the lock for 20 s. A write to block B's section meanwhile meets
+# -ERESTARTNOINTR in the core, returns restart_syscall() and is restarted
+# until the lock is free, then succeeds; nothing deadlocks.
+c=$(sed -n 3p "$tmp/new")
+sc=$((c * spb))
+echo online_movable > $SHP/sections/section$sc/state
+"$(memhp_bin memhp_pin)" --vmsplice 300 $((c * bs / 4096)) $(((c + 1) * bs / 4096)) "$tmp/held" > "$tmp/held.log" &
+splicer=$!
+wait_for 120 test -s "$tmp/held"
+cat "$tmp/held.log"
+vc=$(verdict $sc)
+ktap_print_msg "block $c: $vc"
+restarts0=$(cat /sys/kernel/debug/sparse_hotplug/restarts)
+offline_attempt $c > "$tmp/offline_c" &
+offliner=$!
+sleep 3
+t0=$(date +%s)
+r=$( { echo online_movable > $SHP/sections/section$sb/state; } 2>&1 && echo ok)
+t1=$(date +%s)
+wait $offliner
+kill -USR1 $splicer
+wait $splicer
+restarts=$(($(cat /sys/kernel/debug/sparse_hotplug/restarts) - restarts0))
+ktap_print_msg "online_movable of section$sb during block $c's offline: $r after $((t1 - t0)) s, $restarts restarts; block $c offline: '$(cat "$tmp/offline_c")'"
+ktap_test_result "vmsplice-held page: verdict gup_held; its offline fails; a section write meanwhile is restarted, then succeeds" eval \
+	'[ "$r" = ok ] && [ "$(block_state $b)" = online ] && [ $((t1 - t0)) -ge 5 ] &&
+	 [ "$restarts" -gt 0 ] && [ "$(block_state $c)" = online ] && [ "${vc#blocked: pfn * gup_held}" != "$vc" ]'
+
+# 9: unpinned, the verdict and a real offline agree again
 kill -USR1 "$pin"
 wait "$pin"
 pin=
@@ -144,7 +176,7 @@ ktap_print_msg "after unpin: verdict '$v', offline: $r"
 ktap_test_result "after unpin: verdict and real offline agree" eval \
 	'{ [ "$v" = offlinable ] && [ "$r" = ok ]; } || { [ "$v" != offlinable ] && [ "$r" != ok ]; }'
 
-# 9: every boot block: blocked ones fail, two offlinable ones succeed
+# 10: every boot block: blocked ones fail, two offlinable ones succeed
 ok=1
 tried=0
 for blk in $(cat "$tmp/blocks0"); do
@@ -164,7 +196,7 @@ for blk in $(cat "$tmp/blocks0"); do
 		echo online > "$MEMORY_SYSFS/memory$blk/state" 2>/dev/null
 	fi
 done
-awk 'NR == 1 || $3 != "offline"' $TABLE | cut -d' ' -f1-3,16- | sed 's/^/# /'
+awk 'NR == 1 || $3 != "offline"' $TABLE | cut -d' ' -f1-3,17- | sed 's/^/# /'
 ktap_test_result "boot blocks: verdicts agree with offline attempts ($tried offlinable tried)" [ $ok = 1 ]
 
 memhp_unload sparse_hotplug
