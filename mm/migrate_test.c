@@ -869,6 +869,8 @@ static long migt_ioctl_query(struct file *file, void __user *uarg)
 			q.populated++;
 		if (put_user(pfn, out + i))
 			return -EFAULT;
+		if (!(i % 4096))
+			cond_resched();
 	}
 	if (copy_to_user(uarg, &q, sizeof(q)))
 		return -EFAULT;
