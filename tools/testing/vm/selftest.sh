@@ -12,7 +12,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 ktap_print_header
-ktap_set_plan 5
+ktap_set_plan 6
 
 # 1: bad options are refused before anything boots
 "$vm" --mem 4G --maxmem 2G -- true > "$tmp/opts.out" 2>&1
@@ -46,5 +46,21 @@ ktap_test_result "WARNING in the guest log fails the run (exit 125, line shown)"
 "$vm" --quiet --no-virtio-mem --timeout 5 -- 'sleep 600' > "$tmp/timeout.out" 2>&1
 rc=$?
 ktap_test_result "guest past --timeout killed (exit 124)" [ $rc = 124 ]
+
+# 6: a page dump announced with memhp-expect lines is no problem, one
+# outside the window is, and a WARNING inside the window still is.
+"$vm" --quiet --no-virtio-mem -- '
+	echo "memhp-expect: begin page dumped because: " > /dev/kmsg
+	echo "page dumped because: expected by the selftest" > /dev/kmsg
+	echo "WARNING: inside the window" > /dev/kmsg
+	echo "memhp-expect: end" > /dev/kmsg
+	echo "page dumped because: outside the window" > /dev/kmsg
+	exit 0' > "$tmp/expect.out" 2>&1
+rc=$?
+sed 's/^/# /' "$tmp/expect.out" | tail -n 6
+ktap_test_result "memhp-expect excuses only announced page dumps (exit 125, others shown)" \
+	eval '[ $rc = 125 ] && grep -q "outside the window" "$tmp/expect.out" &&
+	 grep -q "WARNING: inside the window" "$tmp/expect.out" &&
+	 ! grep -q "expected by the selftest" "$tmp/expect.out"'
 
 ktap_finished
