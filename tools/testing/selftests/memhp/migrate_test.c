@@ -741,6 +741,7 @@ TEST_F_TIMEOUT(mt, compaction_moves_driver_pages, 120)
 		.start_pfn = (16 << 20) / 4096, .end_pfn = (128 << 20) / 4096,
 	};
 	struct migrate_test_stats st0, st1;
+	int runs;
 
 	fill(self->buf, self->len, 23);
 	ASSERT_EQ(do_migrate(self->fd, self->buf, self->len, &m), 0);
@@ -748,11 +749,21 @@ TEST_F_TIMEOUT(mt, compaction_moves_driver_pages, 120)
 	ASSERT_EQ(query(self->fd, self->buf, self->len, self->pfns),
 		  (int)self->npages);
 	ASSERT_EQ(get_stats(self->fd, &st0), 0);
-	ASSERT_EQ(write_str("/proc/sys/vm/compact_memory", "1"), 0);
-	ASSERT_EQ(get_stats(self->fd, &st1), 0);
+	/*
+	 * Where compaction's scanners meet is heuristic: the first run after
+	 * boot has been seen to stop before the pages. Try a few runs.
+	 */
+	for (runs = 1; runs <= 5; runs++) {
+		ASSERT_EQ(write_str("/proc/sys/vm/compact_memory", "1"), 0);
+		ASSERT_EQ(get_stats(self->fd, &st1), 0);
+		ASSERT_EQ(check(self->buf, self->len, 23), -1);
+		if (st1.core_migrated > st0.core_migrated)
+			break;
+	}
 	ASSERT_EQ(query(self->fd, self->buf, self->len, self->pfns2),
 		  (int)self->npages);
-	ksft_print_msg("compaction: %llu isolated %llu moved %llu refused, %d pfns changed\n",
+	ksft_print_msg("compaction run %d: %llu isolated %llu moved %llu refused, %d pfns out\n",
+		       runs,
 		       (unsigned long long)(st1.core_isolated - st0.core_isolated),
 		       (unsigned long long)(st1.core_migrated - st0.core_migrated),
 		       (unsigned long long)(st1.core_eagain - st0.core_eagain),
