@@ -158,7 +158,7 @@ struct vms {
 	unsigned long nr_plug_req, nr_unplug_req, nr_state_req;
 	unsigned long nr_busy, nr_nack, nr_error;
 	unsigned long nr_added, nr_removed, nr_remove_failed, nr_no_room;
-	unsigned long nr_skip_evac;
+	unsigned long nr_free_evac;
 	u64 last_grow_ns, last_shrink_ns;
 };
 
@@ -231,6 +231,15 @@ static const struct kernel_param_ops vms_reserve_ops = {
 module_param_cb(unplug_reserve_mb, &vms_reserve_ops, &vms_unplug_reserve_mb, 0644);
 MODULE_PARM_DESC(unplug_reserve_mb,
 		 "Free memory (MiB) to keep when evacuating memory to unplug it (default 64)");
+
+/*
+ * Units plugged and added together when growing (0: as many as the goal
+ * needs, within one PLUG request). 1 behaves like upstream's SBM: one
+ * request and one add per memory block.
+ */
+static unsigned long vms_plug_batch;
+module_param_named(plug_batch, vms_plug_batch, ulong, 0644);
+MODULE_PARM_DESC(plug_batch, "Max units plugged and added at once (0 = no limit)");
 
 static struct dentry *vms_debugfs_root;
 
@@ -534,8 +543,9 @@ static bool vms_room_to_evacuate(unsigned long pfn, unsigned long nr,
 }
 
 /*
- * Take all pages of an online block, unless it is entirely free; 0, or
- * -EBUSY/-ENOMEM/-EINTR.
+ * Take all pages of an online block, also when it is entirely free (an
+ * experiment that offlined free blocks directly crashed the 6.1 guest in
+ * remove_pagetable(), see the admin guide); 0, or -EBUSY/-ENOMEM/-EINTR.
  */
 static int vms_fake_offline_mb(struct vms *vm, unsigned long mb)
 {
@@ -551,15 +561,8 @@ static int vms_fake_offline_mb(struct vms *vm, unsigned long mb)
 		rc = -ENOMEM;
 		goto out;
 	}
-	/*
-	 * A block with no used page needs no evacuation: offlining has
-	 * nothing to migrate but what gets allocated meanwhile, and there is
-	 * room for that. Saves an isolate/drain/scan round per block.
-	 */
-	if (all_free) {
-		vm->nr_skip_evac++;
-		goto out;
-	}
+	if (all_free)
+		vm->nr_free_evac++;
 	rc = alloc_contig_range(pfn, pfn + nr, MIGRATE_MOVABLE,
 				GFP_KERNEL | __GFP_NOWARN);
 	if (rc)
@@ -693,21 +696,53 @@ static int vms_add_unit(struct vms *vm, unsigned long id)
 	return 0;
 }
 
-/* PLUG an UNPLUGGED unit and add it; on add failure unplug it again. */
-static int vms_plug_unit(struct vms *vm, unsigned long id)
+/*
+ * PLUG @count contiguous UNPLUGGED units from @first with one request and
+ * add them with one add_memory_driver_managed() call (one resource, one
+ * hotplug-lock round, blocks onlined one by one by the core). If the batch
+ * cannot be added, fall back to unit by unit; a unit that cannot be added
+ * is unplugged again (or left PLUGGED for the next run to retry).
+ */
+static int vms_plug_units(struct vms *vm, unsigned long first,
+			  unsigned long count)
 {
-	u64 start = vms_unit_start(vm, id);
-	int rc;
+	u64 start = vms_unit_start(vm, first);
+	u64 size = (u64)count * vm->unit_size;
+	unsigned long id;
+	int rc, err = 0;
 
-	rc = vms_change_range(vm, VIRTIO_MEM_REQ_PLUG, start, vm->unit_size);
+	rc = vms_change_range(vm, VIRTIO_MEM_REQ_PLUG, start, size);
 	if (rc)
 		return rc;
-	vms_set_unit(vm, id, VMS_UNIT_PLUGGED);
-	rc = vms_add_unit(vm, id);
-	if (rc && !vms_change_range(vm, VIRTIO_MEM_REQ_UNPLUG, start,
-				    vm->unit_size))
-		vms_set_unit(vm, id, VMS_UNIT_UNPLUGGED);
-	return rc;
+	for (id = first; id < first + count; id++)
+		vms_set_unit(vm, id, VMS_UNIT_PLUGGED);
+
+	if (count > 1) {
+		rc = add_memory_driver_managed(vm->mgid, start, size,
+					       VMS_RESOURCE_NAME,
+					       MHP_MERGE_RESOURCE |
+					       MHP_NID_IS_MGID);
+		if (!rc) {
+			for (id = first; id < first + count; id++) {
+				vms_set_unit(vm, id, VMS_UNIT_ADDED);
+				vm->nr_added++;
+			}
+			for (id = first; id < first + count; id++)
+				vms_online_unit(vm, id);
+			return 0;
+		}
+	}
+	for (id = first; id < first + count; id++) {
+		rc = vms_add_unit(vm, id);
+		if (!rc)
+			continue;
+		if (!err)
+			err = rc;
+		if (!vms_change_range(vm, VIRTIO_MEM_REQ_UNPLUG,
+				      vms_unit_start(vm, id), vm->unit_size))
+			vms_set_unit(vm, id, VMS_UNIT_UNPLUGGED);
+	}
+	return err;
 }
 
 /*
@@ -861,10 +896,22 @@ static int vms_reconcile(struct vms *vm, unsigned long *tried)
 			return -EAGAIN;
 		goal = vms_goal(vm);
 		if (vm->plugged + vm->unit_size <= goal) {
+			unsigned long n = 1, max;
+
 			pick = vms_pick_plug(vm);
 			if (pick < 0)
 				break;	/* no room left */
-			rc = vms_plug_unit(vm, pick);
+			/* Batch contiguous units, one PLUG request at most. */
+			max = div64_u64(goal - vm->plugged, vm->unit_size);
+			max = min_t(u64, max,
+				    max_t(u64, 1, div64_u64((u64)VMS_MAX_BLOCKS_PER_REQ *
+							    vm->block_size,
+							    vm->unit_size)));
+			max = min(max, READ_ONCE(vms_plug_batch) ?: max);
+			while (n < max && pick + n < vm->nr_usable &&
+			       vm->units[pick + n] == VMS_UNIT_UNPLUGGED)
+				n++;
+			rc = vms_plug_units(vm, pick, n);
 			if (rc)
 				return rc;
 			grew = true;
@@ -1191,9 +1238,9 @@ static int vms_stats_show(struct seq_file *m, void *unused)
 		   vm->nr_plug_req, vm->nr_unplug_req, vm->nr_state_req);
 	seq_printf(m, "busy %lu\nnack %lu\nerror %lu\n", vm->nr_busy,
 		   vm->nr_nack, vm->nr_error);
-	seq_printf(m, "units_added %lu\nunits_removed %lu\nremove_failed %lu\nno_room %lu\nfree_not_evacuated %lu\n",
+	seq_printf(m, "units_added %lu\nunits_removed %lu\nremove_failed %lu\nno_room %lu\nfree_evacuated %lu\n",
 		   vm->nr_added, vm->nr_removed, vm->nr_remove_failed,
-		   vm->nr_no_room, vm->nr_skip_evac);
+		   vm->nr_no_room, vm->nr_free_evac);
 	seq_printf(m, "last_error %d\nretry_ms %u\nlast_grow_ns %llu\nlast_shrink_ns %llu\n",
 		   vm->last_err, vm->retry_ms, vm->last_grow_ns,
 		   vm->last_shrink_ns);

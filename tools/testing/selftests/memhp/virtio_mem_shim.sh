@@ -140,14 +140,22 @@ for f in plugged_size requested_size block_size unit_size region unplug_shortfal
 		bad=1
 	fi
 done
-if (echo bogus > /sys/module/virtio_mem_shim/parameters/online_type) 2>/dev/null; then
-	ktap_print_msg "online_type accepted 'bogus'"
+for p in online_type plug_batch unplug_reserve_mb; do
+	if (echo bogus > "/sys/module/virtio_mem_shim/parameters/$p") 2>/dev/null; then
+		ktap_print_msg "parameter $p accepted 'bogus'"
+		bad=1
+	fi
+done
+if (echo 99999999 > /sys/module/virtio_mem_shim/parameters/unplug_reserve_mb) 2>/dev/null; then
+	ktap_print_msg "unplug_reserve_mb accepted more than the RAM"
 	bad=1
 fi
 sleep 1
 after="$(cat "$DEV/target_size") $(cat "$DEV/plugged_size")"
 [ "$before" = "$after" ] || { ktap_print_msg "state changed: '$before' -> '$after'"; bad=1; }
 [ "$(cat /sys/module/virtio_mem_shim/parameters/online_type)" = movable ] || bad=1
+[ "$(cat /sys/module/virtio_mem_shim/parameters/plug_batch)" = 0 ] || bad=1
+[ "$(cat /sys/module/virtio_mem_shim/parameters/unplug_reserve_mb)" = 64 ] || bad=1
 ktap_test_result "bad sysfs input rejected, nothing changed" [ $bad = 0 ]
 
 # 3. Guest-side target within the host request; a new host request wins.
