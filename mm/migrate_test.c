@@ -87,7 +87,7 @@
 #include <linux/mm.h>
 #include <linux/pagemap.h>
 #include <linux/highmem.h>
-#include <memhp/movable.h>
+#include <linux/migrate.h>
 #include <linux/memory_hotplug.h>
 #include <linux/mmzone.h>
 #include <linux/gfp.h>
