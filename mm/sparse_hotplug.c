@@ -1338,20 +1338,56 @@ out:
 	return ret;
 }
 
-/* Unload: remove what we added; what cannot go stays, named (leaked). */
+/*
+ * Why the block at @phys cannot be offlined, into @buf (empty if it can,
+ * as far as the offline report sees). Used at unload, where a page held
+ * in ZONE_MOVABLE would make offline_pages() retry until a signal that
+ * rmmod never gets.
+ */
+static void shp_block_blocked(u64 phys, char *buf, size_t size)
+{
+	unsigned long nr = pfn_to_section_nr(PHYS_PFN(phys));
+	unsigned long i;
+	struct shp_report *rep;
+
+	buf[0] = '\0';
+	rep = kmalloc(sizeof(*rep), GFP_KERNEL);
+	if (!rep)
+		return;
+	for (i = nr; i < nr + shp_sections_per_block && !buf[0]; i++) {
+		shp_section_report(i, rep);
+		if (rep->online && (rep->blocked || rep->why))
+			shp_report_verdict(rep, buf, size);
+	}
+	kfree(rep);
+}
+
+/*
+ * Unload: remove what we added. A block the offline report calls blocked,
+ * or whose removal fails, stays added (its resource name is then leaked on
+ * purpose) and the reason is logged: an exit function cannot fail rmmod.
+ */
 static bool shp_remove_all(void)
 {
 	struct shp_added *a, *tmp;
+	char why[128];
 	bool all = true;
 	int ret;
 
 	mutex_lock(&shp_probe_lock);
 	list_for_each_entry_safe(a, tmp, &shp_added, list) {
-		ret = offline_and_remove_memory(a->phys, memory_block_size_bytes());
-		if (ret) {
-			pr_warn("memory block at %#llx stays added: offline_and_remove_memory: %d\n",
-				a->phys, ret);
+		shp_block_blocked(a->phys, why, sizeof(why));
+		if (why[0]) {
+			pr_warn("memory block at %#llx stays added: %s\n", a->phys, why);
 			all = false;
+		} else {
+			ret = offline_and_remove_memory(a->phys,
+							memory_block_size_bytes());
+			if (ret) {
+				pr_warn("memory block at %#llx stays added: offline_and_remove_memory: %d\n",
+					a->phys, ret);
+				all = false;
+			}
 		}
 		list_del(&a->list);
 		kfree(a);

@@ -9,8 +9,10 @@
 # non-RAM range (the PCI hole at 2 GiB) and a range of present boot RAM;
 # every error path must answer its errno and change nothing; 20
 # probe/online/remove cycles must each restore MemTotal; unloading removes
-# what probe added; the tracepoints count with perf and
-# tools/bpftrace/online_latency.bt prints histograms.
+# what probe added, except a block it cannot offline, which it leaves with
+# a logged reason (last test: it changes the guest for good); the
+# tracepoints count with perf and tools/bpftrace/online_latency.bt prints
+# histograms.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -24,12 +26,13 @@ RANGES=$(printf '%#x-%#x,%#x-%#x,%#x-%#x' $HIDDEN $HIDDEN_END \
 
 memhp_require_guest
 ktap_print_header
-ktap_set_plan 13
+ktap_set_plan 14
 
 tmp=$(mktemp -d)
 cleanup()
 {
 	[ -n "$bt" ] && kill "$bt" 2>/dev/null
+	[ -n "$pin" ] && kill "$pin" 2>/dev/null
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -207,4 +210,22 @@ snapshot_nomod()
 snapshot_nomod "$tmp/s3"
 ktap_test_result "MemTotal, block list and /proc/iomem as at the start" \
 	cmp -s "$tmp/s0" "$tmp/s3"
+
+# 14: a probed block with a pinned page: rmmod leaves it, saying why
+memhp_load sparse_hotplug ranges="$RANGES"
+echo $HIDDEN > $SHP/probe
+echo online_kernel > $SHP/sections/section$blk/state
+"$(memhp_bin memhp_pin)" 400 $((HIDDEN >> 12)) $(((HIDDEN + bs) >> 12)) "$tmp/pinned" > "$tmp/pin.log" &
+pin=$!
+wait_for 120 test -s "$tmp/pinned"
+cat "$tmp/pin.log"
+memhp_unload sparse_hotplug
+why=$(dmesg | grep "stays added" | tail -n1)
+ktap_print_msg "${why#*] }"
+ktap_test_result "rmmod leaves a blocked probed block online, logging why" eval \
+	'[ -s "$tmp/pinned" ] && echo "$why" | grep -q "stays added: blocked: pfn" &&
+	 [ "$(block_state $blk)" = online ] && grep -q "System RAM (sparse_hotplug)" /proc/iomem'
+kill -USR1 $pin
+wait $pin
+pin=
 ktap_finished
