@@ -91,7 +91,7 @@
 #include <linux/mmzone.h>
 #include <linux/memory.h>
 #include <linux/memory_hotplug.h>
-#include <memhp/page_types.h>
+#include <linux/page-flags.h>
 #include <linux/mutex.h>
 #include <linux/xarray.h>
 #include <linux/slab.h>
