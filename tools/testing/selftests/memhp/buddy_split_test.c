@@ -21,6 +21,7 @@
 #include <linux/buddy_split.h>
 
 #include "kselftest_harness.h"
+#include "memhp_module.h"
 
 #define DEV		"/dev/buddy_split"
 #define SYSFS		"/sys/class/misc/buddy_split/"
@@ -354,58 +355,6 @@ TEST_F(bs, kernel_hold_left_for_unload)
 	ASSERT_EQ(128, h.pages);
 }
 
-static bool loaded_here;
-
-static void unload_module(void)
-{
-	if (loaded_here &&
-	    syscall(SYS_delete_module, "buddy_split", O_NONBLOCK))
-		ksft_print_msg("rmmod buddy_split: %s\n", strerror(errno));
-}
-
-static int try_load(const char *dir, const char *rel)
-{
-	char path[4096];
-	int fd, ret;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, rel);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ret = syscall(SYS_finit_module, fd, PARAMS, 0);
-	close(fd);
-	if (ret && errno != EEXIST) {
-		ksft_print_msg("load %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	loaded_here = !ret;
-	return 0;
-}
-
-static void __attribute__((constructor)) load_module(void)
-{
-	const char *top = getenv("MEMHP_TOP");
-	char exe[4096], *slash;
-	ssize_t n;
-
-	if (!access(DEV, F_OK))
-		return;
-	if (top && !try_load(top, "mm/buddy_split.ko"))
-		goto out;
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return;
-	exe[n] = 0;
-	slash = strrchr(exe, '/');
-	if (!slash)
-		return;
-	*slash = 0;
-	/* build/selftests/ or tools/testing/selftests/memhp/out/ */
-	if (try_load(exe, "../../mm/buddy_split.ko") &&
-	    try_load(exe, "../../../../../mm/buddy_split.ko"))
-		return;
-out:
-	atexit(unload_module);
-}
+MEMHP_SELFTEST_MODULE("buddy_split", "mm/buddy_split.ko", DEV, PARAMS);
 
 TEST_HARNESS_MAIN

@@ -27,6 +27,7 @@
 #include <linux/migrate_test.h>
 
 #include "kselftest_harness.h"
+#include "memhp_module.h"
 
 #define DEV		"/dev/migrate_test"
 #define MEMSYS		"/sys/devices/system/memory"
@@ -938,60 +939,6 @@ TEST_F(last, no_pages_left)
  * after them: the harness runs each test in a child that leaves with
  * _exit(), so only the parent runs the atexit handler.
  */
-static bool loaded_here;
-
-static void unload_module(void)
-{
-	if (loaded_here &&
-	    syscall(SYS_delete_module, "migrate_test", O_NONBLOCK))
-		ksft_print_msg("rmmod migrate_test: %s\n", strerror(errno));
-}
-
-static int try_load(const char *dir, const char *rel)
-{
-	char path[4096];
-	int fd, ret;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, rel);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ret = syscall(SYS_finit_module, fd, "", 0);
-	close(fd);
-	if (ret && errno != EEXIST) {
-		ksft_print_msg("load %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	loaded_here = !ret;
-	return 0;
-}
-
-static void __attribute__((constructor)) load_module(void)
-{
-	char exe[4096], *slash;
-	const char *top = getenv("MEMHP_TOP");
-	ssize_t n;
-
-	/* Tests run in children that _exit(): keep their messages. */
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (!access(DEV, F_OK))
-		return;
-	if (top && !try_load(top, "mm/migrate_test.ko"))
-		goto out;
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return;
-	exe[n] = 0;
-	slash = strrchr(exe, '/');
-	if (!slash)
-		return;
-	*slash = 0;
-	/* build/selftests/ or tools/testing/selftests/memhp/out/ */
-	if (try_load(exe, "../../mm/migrate_test.ko") &&
-	    try_load(exe, "../../../../../mm/migrate_test.ko"))
-		return;
-out:
-	atexit(unload_module);
-}
+MEMHP_SELFTEST_MODULE("migrate_test", "mm/migrate_test.ko", DEV, "");
 
 TEST_HARNESS_MAIN
