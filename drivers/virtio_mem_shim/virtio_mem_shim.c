@@ -64,6 +64,7 @@
 #include <linux/scatterlist.h>
 #include <linux/bitmap.h>
 #include <linux/slab.h>
+#include <linux/sizes.h>
 #include <linux/sched/signal.h>
 #include <linux/acpi.h>
 
@@ -697,19 +698,43 @@ static int vms_add_unit(struct vms *vm, unsigned long id)
 }
 
 /*
+ * Add the PLUGGED units [first, first + n) with one call; 0 or -errno
+ * (nothing added then).
+ */
+static int vms_add_units(struct vms *vm, unsigned long first, unsigned long n)
+{
+	unsigned long id;
+	int rc;
+
+	rc = add_memory_driver_managed(vm->mgid, vms_unit_start(vm, first),
+				       (u64)n * vm->unit_size, VMS_RESOURCE_NAME,
+				       MHP_MERGE_RESOURCE | MHP_NID_IS_MGID);
+	if (rc)
+		return rc;
+	for (id = first; id < first + n; id++) {
+		vms_set_unit(vm, id, VMS_UNIT_ADDED);
+		vm->nr_added++;
+	}
+	for (id = first; id < first + n; id++)
+		vms_online_unit(vm, id);
+	return 0;
+}
+
+/*
  * PLUG @count contiguous UNPLUGGED units from @first with one request, then
- * add them unit by unit. One add per unit matters: x86 maps a 1 GiB-aligned
- * add with a 1 GiB direct-map page, and removing a part of that later
- * faults in remove_pagetable() (seen in a 6.1 guest with one 1 GiB add).
- * A unit that cannot be added is unplugged again (or left PLUGGED for the
- * next run to retry).
+ * add them in as few calls as allowed: a call never covers a whole
+ * 1 GiB-aligned GiB, because x86 maps such a range with a 1 GiB direct-map
+ * page, and removing one unit of it later faults in remove_pagetable()
+ * (seen in a 6.1 guest after one 1 GiB add). Units are removed one by one.
+ * If a group cannot be added, its units are added one by one; a unit that
+ * cannot be added is unplugged again (or left PLUGGED for the next run).
  */
 static int vms_plug_units(struct vms *vm, unsigned long first,
 			  unsigned long count)
 {
 	u64 start = vms_unit_start(vm, first);
 	u64 size = (u64)count * vm->unit_size;
-	unsigned long id;
+	unsigned long id, n, i;
 	int rc, err = 0;
 
 	rc = vms_change_range(vm, VIRTIO_MEM_REQ_PLUG, start, size);
@@ -718,15 +743,25 @@ static int vms_plug_units(struct vms *vm, unsigned long first,
 	for (id = first; id < first + count; id++)
 		vms_set_unit(vm, id, VMS_UNIT_PLUGGED);
 
-	for (id = first; id < first + count; id++) {
-		rc = vms_add_unit(vm, id);
-		if (!rc)
+	for (id = first; id < first + count; id += n) {
+		u64 s = vms_unit_start(vm, id);
+
+		n = div64_u64(ALIGN(s + 1, SZ_1G) - s, vm->unit_size);
+		n = clamp_t(unsigned long, n, 1, first + count - id);
+		if (n > 1 && IS_ALIGNED(s, SZ_1G) && (u64)n * vm->unit_size == SZ_1G)
+			n--;
+		if (n > 1 && !vms_add_units(vm, id, n))
 			continue;
-		if (!err)
-			err = rc;
-		if (!vms_change_range(vm, VIRTIO_MEM_REQ_UNPLUG,
-				      vms_unit_start(vm, id), vm->unit_size))
-			vms_set_unit(vm, id, VMS_UNIT_UNPLUGGED);
+		for (i = id; i < id + n; i++) {
+			rc = vms_add_unit(vm, i);
+			if (!rc)
+				continue;
+			if (!err)
+				err = rc;
+			if (!vms_change_range(vm, VIRTIO_MEM_REQ_UNPLUG,
+					      vms_unit_start(vm, i), vm->unit_size))
+				vms_set_unit(vm, i, VMS_UNIT_UNPLUGGED);
+		}
 	}
 	return err;
 }
