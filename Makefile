@@ -88,6 +88,22 @@ check: setup-check
 run: setup-check
 	@$(PY) $(TOP)/tools/testing/run.py $(RUN_ARGS)
 
+# Hotplug churn soak (tools/testing/selftests/memhp/soak.sh, 100 operations
+# of it run in `make check`): SOAK_OPS random operations, SOAK_SEED repeats.
+SOAK_OPS ?= 1000
+.PHONY: soak check-debug
+soak: setup-check modules selftests
+	@$(TOP)/tools/testing/vm/memhp-vm --timeout $(or $(SOAK_TIMEOUT),7200) \
+		--mem 3G --append mem=2G -- \
+		'SOAK_OPS=$(SOAK_OPS) SOAK_SEED=$(SOAK_SEED) tools/testing/selftests/memhp/soak.sh'
+
+# The selftests on a debug kernel (KASAN, lockdep, DEBUG_VM, DEBUG_PAGEALLOC,
+# PAGE_OWNER, kmemleak) built from linux-source-6.1 into build/debug-kernel/
+# (about 30 min the first time), then a kmemleak scan.
+# CHECK_DEBUG_ARGS="--help" for options.
+check-debug: setup-check
+	@$(TOP)/tools/testing/debug/check-debug.sh $(CHECK_DEBUG_ARGS)
+
 # An interactive-free guest shell command: make vm-shell CMD='cat /proc/meminfo'
 vm-shell: setup-check modules
 	@$(TOP)/tools/testing/vm/memhp-vm -- $(or $(CMD),true)
@@ -110,6 +126,8 @@ help:
 	@echo '  make run        experiments in a guest, summary table and results/report.md'
 	@echo '                  (RUN_ARGS="--help" for options)'
 	@echo '  make unit       user-space unit tests of the portable cores only'
+	@echo '  make soak       hotplug churn soak in a guest (SOAK_OPS=1000, SOAK_SEED=)'
+	@echo '  make check-debug  selftests on a KASAN/lockdep/kmemleak kernel (builds it once)'
 	@echo '  make bench-pfn  pfn lookup benchmark, 5 section tables (BENCH_ARGS=--full: 100M)'
 	@echo '  make selftests  build the in-guest selftests'
 	@echo '  make checkpatch checkpatch.pl --no-tree --strict on our C sources (silent if clean)'

@@ -28,6 +28,7 @@ APT_PACKAGES=(
 	sparse bpftrace linux-perf dwarves valgrind
 	python3 python3-venv xz-utils bc numactl libnuma-dev
 	gcc-12 make perl rsync
+	flex bison libelf-dev
 )
 
 # What is extracted from linux-source-6.1 (paths inside the tarball).
