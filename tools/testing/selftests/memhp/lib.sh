@@ -144,3 +144,13 @@ memhp_bin()
 		echo "$MEMHP_TOP/build/selftests/$1"
 	fi
 }
+
+# try_write FILE VALUE: "ok", or the error text of the failed write
+# (e.g. "Invalid argument"), for checking that bad input gets its errno.
+try_write()
+{
+	local out
+
+	out=$( { echo "$2" > "$1"; } 2>&1 ) && { echo ok; return; }
+	echo "${out##*: }"
+}

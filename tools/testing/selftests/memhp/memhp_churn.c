@@ -22,8 +22,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define PAGEMAP_PFN_MASK	0x007fffffffffffffULL	/* bits 0-54 */
-#define PAGEMAP_PRESENT		0x8000000000000000ULL	/* bit 63 */
+#include "memhp_pagemap.h"
 
 /* SIGUSR1 is blocked and polled once a pass. */
 static int stop_requested(void)
@@ -36,29 +35,6 @@ static int stop_requested(void)
 static uint64_t pattern(size_t i, uint64_t pass)
 {
 	return (i * 0x9e3779b97f4a7c15ULL) ^ (pass * 0xc2b2ae3d27d4eb4fULL);
-}
-
-static long count_in_range(const void *buf, size_t size, uint64_t first,
-			   uint64_t end)
-{
-	long page_size = sysconf(_SC_PAGESIZE), in = 0;
-	size_t pages = size / page_size, i;
-	uint64_t entry;
-	int fd;
-
-	fd = open("/proc/self/pagemap", O_RDONLY);
-	if (fd < 0)
-		return -errno;
-	for (i = 0; i < pages; i++) {
-		if (pread(fd, &entry, sizeof(entry),
-			  ((uintptr_t)buf / page_size + i) * sizeof(entry)) != sizeof(entry))
-			break;
-		if ((entry & PAGEMAP_PRESENT) &&
-		    (entry & PAGEMAP_PFN_MASK) >= first && (entry & PAGEMAP_PFN_MASK) < end)
-			in++;
-	}
-	close(fd);
-	return in;
 }
 
 int main(int argc, char **argv)

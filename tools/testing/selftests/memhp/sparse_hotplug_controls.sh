@@ -29,14 +29,6 @@ cleanup()
 }
 trap cleanup EXIT
 
-# try_write FILE VALUE: "ok", or the error text of the failed write.
-try_write()
-{
-	local out
-
-	out=$( { echo "$2" > "$1"; } 2>&1 ) && { echo ok; return; }
-	echo "${out##*: }"
-}
 
 # expect_errno FILE VALUE ERRTEXT: the write fails with ERRTEXT and the
 # file's content stays.

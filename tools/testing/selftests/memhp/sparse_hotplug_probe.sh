@@ -37,13 +37,6 @@ cleanup()
 }
 trap cleanup EXIT
 
-try_write()
-{
-	local out
-
-	out=$( { echo "$2" > "$1"; } 2>&1 ) && { echo ok; return; }
-	echo "${out##*: }"
-}
 
 # MemTotal, blocks, our /proc/iomem entries, blocks probe added (none
 # when the module is not loaded, as at the start).

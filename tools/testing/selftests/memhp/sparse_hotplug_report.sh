@@ -33,13 +33,6 @@ cleanup()
 }
 trap cleanup EXIT
 
-try_write()
-{
-	local out
-
-	out=$( { echo "$2" > "$1"; } 2>&1 ) && { echo ok; return; }
-	echo "${out##*: }"
-}
 
 verdict()
 {
