@@ -65,6 +65,8 @@
 #include <linux/bitmap.h>
 #include <linux/slab.h>
 #include <linux/sizes.h>
+#include <linux/overflow.h>
+#include <linux/ctype.h>
 #include <linux/sched/signal.h>
 #include <linux/acpi.h>
 
@@ -1166,14 +1168,58 @@ static ssize_t target_size_show(struct device *dev,
  * G allowed) that is a multiple of unit_size, inside the usable region and
  * not above requested_size (the device refuses to plug beyond it).
  */
+/*
+ * A size as memparse() reads it: a number (decimal, 0x hex or 0 octal) and
+ * an optional K, M, G, T, P or E suffix, then at most a newline. Unlike
+ * memparse(), a value that does not fit in 64 bits is refused (-ERANGE)
+ * instead of silently wrapping (16E would otherwise read as 0).
+ */
+static int vms_parse_size(const char *buf, u64 *size)
+{
+	static const char suffixes[] = "KMGTPE";
+	const char *digits = buf, *sfx;
+	unsigned int shift = 0;
+	char num[24];
+	size_t len;
+	u64 val;
+	int ret;
+
+	if (buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X'))
+		len = 2 + strspn(buf + 2, "0123456789abcdefABCDEF");
+	else
+		len = strspn(buf, "0123456789");
+	if (!len || len >= sizeof(num))
+		return len ? -ERANGE : -EINVAL;
+	memcpy(num, digits, len);
+	num[len] = '\0';
+	ret = kstrtoull(num, 0, &val);
+	if (ret)
+		return ret;
+	buf += len;
+	if (*buf && *buf != '\n') {
+		sfx = strchr(suffixes, toupper(*buf));
+		if (!sfx)
+			return -EINVAL;
+		shift = 10 * (sfx - suffixes + 1);
+		buf++;
+	}
+	if (*buf == '\n')
+		buf++;
+	if (*buf)
+		return -EINVAL;
+	if (check_shl_overflow(val, shift, size))
+		return -ERANGE;
+	return 0;
+}
+
 static ssize_t target_size_store(struct device *dev,
 				 struct device_attribute *attr,
 				 const char *buf, size_t count)
 {
 	struct vms *vm = dev_to_vms(dev);
 	unsigned long flags;
-	char *end;
 	u64 t, cap;
+	int ret;
 
 	if (sysfs_streq(buf, "host")) {
 		spin_lock_irqsave(&vm->state_lock, flags);
@@ -1182,13 +1228,9 @@ static ssize_t target_size_store(struct device *dev,
 		vms_queue(vm, 0);
 		return count;
 	}
-	if (!isdigit(buf[0]))
-		return -EINVAL;
-	t = memparse(buf, &end);
-	if (*end == '\n')
-		end++;
-	if (*end)
-		return -EINVAL;
+	ret = vms_parse_size(buf, &t);
+	if (ret)
+		return ret;
 	if (!IS_ALIGNED(t, vm->unit_size))
 		return -EINVAL;
 	cap = (u64)READ_ONCE(vm->nr_usable) * vm->unit_size;

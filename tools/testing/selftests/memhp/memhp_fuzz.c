@@ -64,6 +64,7 @@ enum rule_kind {
 	RULE_WORDS,		/* one of the words, optional "\n" */
 	RULE_NEVER,		/* no value succeeds in this setup */
 	RULE_RESERVE_MB,	/* kstrtoul base 0, <= RAM in MiB */
+	RULE_ULONG,		/* kstrtoul base 0, any value */
 	RULE_TARGET_SIZE,	/* "host", or memparse size: aligned, <= cap */
 	RULE_BENCH_RUN,		/* "LOOKUPS [REPS]" in range */
 	RULE_EXCLUDED,
@@ -93,6 +94,7 @@ static const struct rule rules[] = {
 	{ "probe", RULE_NEVER, { NULL }, "probed" },
 	{ "remove", RULE_NEVER, { NULL }, "probed" },
 	{ "unplug_reserve_mb", RULE_RESERVE_MB },
+	{ "plug_batch", RULE_ULONG },
 	{ "target_size", RULE_TARGET_SIZE },
 	{ "run", RULE_BENCH_RUN, { NULL }, "results" },
 	{ "provoke_warning", RULE_EXCLUDED },
@@ -316,6 +318,8 @@ static bool piece_valid(const struct rule *r, const char *path,
 		return false;
 	case RULE_RESERVE_MB:
 		return parse_kstrtoull(s, len, &v) && v <= ram_mb;
+	case RULE_ULONG:
+		return parse_kstrtoull(s, len, &v);
 	case RULE_TARGET_SIZE:
 		snprintf(dir, sizeof(dir), "%s", path);
 		return target_size_valid(s, len, dirname(dir));
