@@ -28,7 +28,11 @@ import time
 TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SELFTESTS = os.path.join(TOP, "tools", "testing", "selftests", "memhp")
 MEMHP_VM = os.path.join(TOP, "tools", "testing", "vm", "memhp-vm")
-RESULT_RE = re.compile(r"^(not ok|ok) (\d+)\s*(.*?)\s*(?:#\s*(SKIP|TODO|XFAIL|TIMEOUT|ERROR)\b\s*(.*))?$")
+# KTAP: "ok|not ok N description # directive diagnostic"; a description
+# cannot contain "#", and text after it that is not a directive (kselftest's
+# runner.sh writes "# exit=1") is a diagnostic.
+RESULT_RE = re.compile(r"^(not ok|ok) (\d+)\s*([^#]*?)\s*(?:#\s*(.*))?$")
+DIRECTIVE_RE = re.compile(r"(SKIP|TODO|XFAIL|TIMEOUT|ERROR)\b\s*(.*)", re.IGNORECASE)
 
 
 class Leaf:
@@ -78,7 +82,9 @@ def parse_runner_tap(output, stage):
         if not m:
             continue
         status = "fail" if m.group(1) == "not ok" else "pass"
-        directive, why = m.group(4), m.group(5) or ""
+        comment = m.group(4) or ""
+        d = DIRECTIVE_RE.match(comment)
+        directive, why = (d.group(1).upper(), d.group(2)) if d else (None, comment)
         if directive == "SKIP":
             status = "skip"
         elif directive in ("TIMEOUT", "ERROR"):
