@@ -363,7 +363,13 @@ static int shp_block_write_state(unsigned long block, const char *cmd)
 	file = filp_open(path, O_WRONLY, 0);
 	if (IS_ERR(file))
 		return PTR_ERR(file) == -ENOENT ? -ENODEV : PTR_ERR(file);
-	n = kernel_write(file, cmd, len, &pos);
+	/*
+	 * __kernel_write(), not kernel_write(): our caller is itself a write
+	 * to a sysfs file and already holds the sysfs superblock's freeze
+	 * protection (sb_writers); taking it again nests a read lock that
+	 * lockdep reports as possible recursive locking.
+	 */
+	n = __kernel_write(file, cmd, len, &pos);
 	filp_close(file, NULL);
 	if (n == -ERESTARTNOINTR) {
 		atomic_inc(&shp_restarts);
