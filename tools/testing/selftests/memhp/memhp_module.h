@@ -8,7 +8,9 @@
  *
  * Nothing is loaded when the device already exists. The module is looked
  * for under $MEMHP_TOP (set in memhp-vm guests), then relative to the test
- * binary in build/selftests/.
+ * binary in build/selftests/. It also makes stdout line-buffered: the
+ * harness ends each test's child with _exit(), which drops whatever
+ * ksft_print_msg() left in a full buffer when stdout is a pipe.
  */
 #ifndef _MEMHP_MODULE_H
 #define _MEMHP_MODULE_H
@@ -91,6 +93,8 @@ static void memhp_selftest_module_exit(void)				\
 }									\
 static void __attribute__((constructor)) memhp_selftest_module_init(void) \
 {									\
+	/* Test children _exit(): a buffered ksft_print_msg() would be lost. */ \
+	setvbuf(stdout, NULL, _IOLBF, 0);				\
 	if (memhp_module_load(&memhp_selftest_module))			\
 		atexit(memhp_selftest_module_exit);			\
 }
