@@ -35,22 +35,14 @@ bs=$(block_size_bytes)
 spb=$((bs / 0x$(cat $SHP/section_size_bytes)))
 
 # 1: device_add
-if memhp-qmp object-add qom-type=memory-backend-ram id=dimm-mem0 size=$DIMM_SIZE >/dev/null &&
-   memhp-qmp device_add driver=pc-dimm id=dimm0 memdev=dimm-mem0 >/dev/null; then
+if dimm_add dimm0 dimm-mem0 $DIMM_SIZE; then
 	ktap_test_pass "device_add pc-dimm 1 GiB"
 else
 	ktap_exit_fail_msg "device_add failed"
 fi
 
-new_blocks_appeared()
-{
-	memory_blocks > "$tmp/blocks1"
-	comm -13 <(sort "$tmp/blocks0") <(sort "$tmp/blocks1") | sort -n > "$tmp/new"
-	[ "$(wc -l < "$tmp/new")" -eq $((DIMM_SIZE / bs)) ]
-}
-
 # 2: the DIMM's blocks appear, offline (policy offline)
-if wait_for 30 new_blocks_appeared; then
+if wait_new_blocks "$tmp/blocks0" "$tmp/new" $((DIMM_SIZE / bs)); then
 	ktap_print_msg "new blocks: $(tr '\n' ' ' < "$tmp/new")"
 	ok=1
 	for b in $(cat "$tmp/new"); do

@@ -103,6 +103,28 @@ block_state()
 	cat "$MEMORY_SYSFS/memory$1/state" 2>/dev/null
 }
 
+# dimm_add DIMM_ID MEM_ID SIZE: hot-add a SIZE-byte ACPI pc-dimm DIMM_ID
+# backed by a new memory-backend-ram MEM_ID, over the guest's QMP relay.
+dimm_add()
+{
+	memhp-qmp object-add qom-type=memory-backend-ram id="$2" size="$3" >/dev/null &&
+		memhp-qmp device_add driver=pc-dimm id="$1" memdev="$2" >/dev/null
+}
+
+# wait_new_blocks BEFORE OUT COUNT: wait (30 s at most) until COUNT memory
+# blocks exist that the file BEFORE (memory_blocks output) does not list,
+# and write them to OUT, sorted numerically. OUT keeps the last list seen.
+wait_new_blocks()
+{
+	wait_for 30 __new_blocks_are "$@"
+}
+
+__new_blocks_are()
+{
+	comm -13 <(sort "$1") <(memory_blocks | sort) | sort -n > "$2"
+	[ "$(wc -l < "$2")" -eq "$3" ]
+}
+
 # wait_for SECONDS CMD...: poll CMD every 0.2 s until it succeeds.
 wait_for()
 {

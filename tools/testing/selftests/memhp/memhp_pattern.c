@@ -49,24 +49,9 @@ int main(int argc, char **argv)
 	FILE *f;
 	int sig;
 
-	if (argc != 5) {
-		fprintf(stderr, "usage: %s SIZE_MIB FIRST_PFN END_PFN READY_FILE\n", argv[0]);
-		return 2;
-	}
-	size = strtoull(argv[1], NULL, 0) << 20;
-	first = strtoull(argv[2], NULL, 0);
-	end = strtoull(argv[3], NULL, 0);
-	/* SIGUSR1 stays pending until sigwait() takes it. */
-	sigemptyset(&usr1);
-	sigaddset(&usr1, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &usr1, NULL);
-
-	words = mmap(NULL, size, PROT_READ | PROT_WRITE,
-		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	if (words == MAP_FAILED) {
-		perror("mmap");
-		return 1;
-	}
+	words = memhp_workload_start(argc, argv, &size, &first, &end, &usr1);
+	if (!words)
+		return argc != 5 ? 2 : 1;
 	n = size / sizeof(*words);
 	for (i = 0; i < n; i++)
 		words[i] = pattern(i);

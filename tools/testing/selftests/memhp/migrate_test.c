@@ -784,7 +784,8 @@ TEST_F_TIMEOUT(mt, compaction_moves_driver_pages, 120)
 		  (int)self->npages);
 	for (i = 0, moved = 0; i < self->npages; i++)
 		moved += self->pfns2[i] != self->pfns[i];
-	ksft_print_msg("compaction, %d run(s): %llu isolated, %llu moved, %llu refused; %d of %zu driver pages have a new pfn\n",
+	ksft_print_msg("compaction, %d run(s): %llu isolated, %llu moved, %llu refused; "
+		       "%d of %zu driver pages have a new pfn\n",
 		       runs,
 		       (unsigned long long)(st1.core_isolated - st0.core_isolated),
 		       (unsigned long long)(st1.core_migrated - st0.core_migrated),

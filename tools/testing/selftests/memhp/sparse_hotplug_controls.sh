@@ -58,16 +58,9 @@ sec_kb=$((0x$(cat $SHP/section_size_bytes) / 1024))
 events0=$(grep -vc '^#' $EVENTS)
 
 # 1: device_add, blocks offline
-memhp-qmp object-add qom-type=memory-backend-ram id=shp-mem0 size=$DIMM_SIZE >/dev/null &&
-	memhp-qmp device_add driver=pc-dimm id=shp-dimm0 memdev=shp-mem0 >/dev/null ||
-	ktap_exit_fail_msg "device_add failed"
-new_blocks_appeared()
-{
-	memory_blocks > "$tmp/blocks1"
-	comm -13 <(sort "$tmp/blocks0") <(sort "$tmp/blocks1") | sort -n > "$tmp/new"
-	[ "$(wc -l < "$tmp/new")" -eq $((DIMM_SIZE / bs)) ]
-}
-wait_for 30 new_blocks_appeared || ktap_exit_fail_msg "the DIMM's blocks did not appear"
+dimm_add shp-dimm0 shp-mem0 $DIMM_SIZE || ktap_exit_fail_msg "device_add failed"
+wait_new_blocks "$tmp/blocks0" "$tmp/new" $((DIMM_SIZE / bs)) ||
+	ktap_exit_fail_msg "the DIMM's blocks did not appear"
 new=$(cat "$tmp/new")
 sections=$(for b in $new; do seq $((b * spb)) $((b * spb + spb - 1)); done)
 first_block=$(head -n1 "$tmp/new")

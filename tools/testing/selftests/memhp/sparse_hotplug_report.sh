@@ -60,16 +60,9 @@ memory_blocks > "$tmp/blocks0"
 bs=$(block_size_bytes)
 spb=$((bs / 0x$(cat $SHP/section_size_bytes)))
 
-memhp-qmp object-add qom-type=memory-backend-ram id=rep-mem0 size=$DIMM_SIZE >/dev/null &&
-	memhp-qmp device_add driver=pc-dimm id=rep-dimm0 memdev=rep-mem0 >/dev/null ||
-	ktap_exit_fail_msg "device_add failed"
-new_blocks_appeared()
-{
-	memory_blocks > "$tmp/blocks1"
-	comm -13 <(sort "$tmp/blocks0") <(sort "$tmp/blocks1") | sort -n > "$tmp/new"
-	[ "$(wc -l < "$tmp/new")" -eq $((DIMM_SIZE / bs)) ]
-}
-wait_for 30 new_blocks_appeared || ktap_exit_fail_msg "the DIMM's blocks did not appear"
+dimm_add rep-dimm0 rep-mem0 $DIMM_SIZE || ktap_exit_fail_msg "device_add failed"
+wait_new_blocks "$tmp/blocks0" "$tmp/new" $((DIMM_SIZE / bs)) ||
+	ktap_exit_fail_msg "the DIMM's blocks did not appear"
 a=$(sed -n 1p "$tmp/new")
 b=$(sed -n 2p "$tmp/new")
 sa=$((a * spb))
