@@ -21,6 +21,7 @@
 #include <linux/buddy_split.h>
 
 #include "kselftest_harness.h"
+#include "memhp_file.h"
 #include "memhp_module.h"
 
 #define DEV		"/dev/buddy_split"
@@ -34,30 +35,9 @@
 static int knob_write(const char *knob, const char *val)
 {
 	char path[128];
-	int fd, ret;
 
 	snprintf(path, sizeof(path), SYSFS "%s", knob);
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -errno;
-	ret = write(fd, val, strlen(val)) < 0 ? -errno : 0;
-	close(fd);
-	return ret;
-}
-
-static int knob_read(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = 0;
-	return 0;
+	return memhp_write_str(path, val);
 }
 
 static int bs_ioctl(int fd, unsigned long cmd, void *arg)
@@ -192,10 +172,10 @@ TEST_F(bs, bad_inputs)
 	ASSERT_EQ(-EINVAL, knob_write("policy", "bogus"));
 	ASSERT_EQ(-EINVAL, knob_write("mode", "buddy"));
 	ASSERT_EQ(-EINVAL, knob_write("kreclaim_home", "user"));
-	ASSERT_EQ(0, knob_read(SYSFS "policy", buf, sizeof(buf)));
-	ASSERT_STREQ("strict\n", buf);
-	ASSERT_EQ(0, knob_read(SYSFS "mode", buf, sizeof(buf)));
-	ASSERT_STREQ("split\n", buf);
+	ASSERT_EQ(0, memhp_read_str(SYSFS "policy", buf, sizeof(buf)));
+	ASSERT_STREQ("strict", buf);
+	ASSERT_EQ(0, memhp_read_str(SYSFS "mode", buf, sizeof(buf)));
+	ASSERT_STREQ("split", buf);
 	ASSERT_EQ(0, bs_ioctl(self->fd, BUDDY_SPLIT_IOC_INFO, &i1));
 	ASSERT_EQ(0, memcmp(&i0, &i1, sizeof(i0)));
 }
@@ -267,11 +247,11 @@ TEST_F(bs, workload_and_debugfs)
 	ASSERT_GT(w.frees, 0);
 	ASSERT_GE(NSEC * SEC_PAGES, w.live_pages[0] + w.live_pages[1] +
 		  w.live_pages[2]);
-	if (knob_read(DEBUGFS "check", buf, sizeof(buf))) {
+	if (memhp_read_str(DEBUGFS "check", buf, sizeof(buf))) {
 		TH_LOG("debugfs not mounted: check via ioctl only");
 		return;
 	}
-	ASSERT_STREQ("ok\n", buf);
+	ASSERT_STREQ("ok", buf);
 }
 
 /* The same experiment in the bitmap baseline, switched through sysfs. */

@@ -27,6 +27,7 @@
 #include <linux/migrate_test.h>
 
 #include "kselftest_harness.h"
+#include "memhp_file.h"
 #include "memhp_module.h"
 
 #define DEV		"/dev/migrate_test"
@@ -93,41 +94,11 @@ static int get_stats(int fd, struct migrate_test_stats *st)
 	return ioctl(fd, MIGRATE_TEST_IOC_STATS, st) ? -errno : 0;
 }
 
-static int write_str(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY);
-	int ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, s, strlen(s)) < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
-static int read_str(const char *path, char *buf, size_t size)
-{
-	int fd = open(path, O_RDONLY);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, size - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = 0;
-	if (n && buf[n - 1] == '\n')
-		buf[n - 1] = 0;
-	return 0;
-}
-
 static uint64_t block_size(void)
 {
 	char s[64];
 
-	if (read_str(MEMSYS "/block_size_bytes", s, sizeof(s)))
+	if (memhp_read_str(MEMSYS "/block_size_bytes", s, sizeof(s)))
 		return 0;
 	return strtoull(s, NULL, 16);
 }
@@ -137,7 +108,7 @@ static int block_set_state(long block, const char *state)
 	char path[128];
 
 	snprintf(path, sizeof(path), MEMSYS "/memory%ld/state", block);
-	return write_str(path, state);
+	return memhp_write_str(path, state);
 }
 
 static bool block_online(long block)
@@ -145,7 +116,7 @@ static bool block_online(long block)
 	char path[128], s[32];
 
 	snprintf(path, sizeof(path), MEMSYS "/memory%ld/state", block);
-	return !read_str(path, s, sizeof(s)) && !strcmp(s, "online");
+	return !memhp_read_str(path, s, sizeof(s)) && !strcmp(s, "online");
 }
 
 /* The present memory blocks, sorted; returns how many. */
@@ -774,7 +745,7 @@ TEST_F_TIMEOUT(mt, compaction_moves_driver_pages, 120)
 	ASSERT_EQ(get_stats(self->fd, &st0), 0);
 	/* Other movable pages can take the holes first: allow a few runs. */
 	for (runs = 1; runs <= 3; runs++) {
-		ASSERT_EQ(write_str("/proc/sys/vm/compact_memory", "1"), 0);
+		ASSERT_EQ(memhp_write_str("/proc/sys/vm/compact_memory", "1"), 0);
 		ASSERT_EQ(get_stats(self->fd, &st1), 0);
 		ASSERT_EQ(check(self->buf, self->len, 23), -1);
 		if (st1.core_migrated > st0.core_migrated)
@@ -823,7 +794,7 @@ TEST_F_TIMEOUT(mt, dimm_offline_and_device_del, 300)
 		SKIP(return, "not in a memhp-vm guest (no QMP relay)");
 	ASSERT_GT(bs, 0);
 	bpfns = bs / psz;
-	ASSERT_EQ(write_str(MEMSYS "/auto_online_blocks", "offline"), 0);
+	ASSERT_EQ(memhp_write_str(MEMSYS "/auto_online_blocks", "offline"), 0);
 	/* Populate first: faults prefer ZONE_MOVABLE, i.e. the new DIMM. */
 	fill(self->buf, self->len, 77);
 	nb = list_blocks(before, 512);
