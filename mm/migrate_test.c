@@ -374,9 +374,14 @@ static int migt_migrate_page(struct page *dst, struct page *src,
 	migt_own_page(ctx, index, dst);
 	migt_redirect(ctx, index, dst);
 	unmap_mapping_pages(ctx->mapping, ctx->base + index, 1, false);
-	/* Expected: the xarray's reference and the isolation reference. */
+	/*
+	 * Expected: the xarray's reference and the isolation reference. The
+	 * core retries -EAGAIN up to ten passes over its whole list, so with
+	 * many pages held elsewhere each wait adds up: a pending signal (an
+	 * interrupted offline, a killed compacting task) stops waiting.
+	 */
 	while (!migt_refs_dropped(src)) {
-		if (tries-- <= 0) {
+		if (tries-- <= 0 || signal_pending(current)) {
 			migt_rollback(ctx, index, src, dst);
 			wake_up_all(&ctx->wq);
 			migt_count(MIGT_CORE_EAGAIN);

@@ -719,6 +719,7 @@ TEST_F_TIMEOUT(mt, offline_block_with_driver_pages, 180)
  */
 #define SPREAD_BASE_MB	256
 #define SPREAD_BLOCK_MB	2	/* pageblock_order 9 with 4 KiB pages */
+#define SPREAD_SKIP_MAX	256	/* the spread stays below 1.25 GiB */
 
 TEST_F_TIMEOUT(mt, compaction_moves_driver_pages, 120)
 {
@@ -728,20 +729,36 @@ TEST_F_TIMEOUT(mt, compaction_moves_driver_pages, 120)
 	uint64_t lo = ((uint64_t)SPREAD_BASE_MB << 20) / psz;
 	uint64_t blk = ((uint64_t)SPREAD_BLOCK_MB << 20) / psz;
 	struct migrate_test_stats st0, st1;
+	uint64_t b = 0, skipped = 0;
 	int runs, moved;
 	size_t i;
 
 	fill(self->buf, self->len, 23);
-	for (i = 0; i < self->npages; i++) {
-		m.start_pfn = lo + i * blk;
-		m.end_pfn = m.start_pfn + blk;
-		ASSERT_EQ(do_migrate(self->fd, self->buf + i * psz, psz, &m), 0);
+	/*
+	 * A block that cannot give a page (one with unmovable pages, after
+	 * earlier tests or runs) is passed over: the next one is used.
+	 */
+	for (i = 0; i < self->npages; i++, b++) {
+		for (;;) {
+			m.start_pfn = lo + b * blk;
+			m.end_pfn = m.start_pfn + blk;
+			ASSERT_EQ(do_migrate(self->fd, self->buf + i * psz, psz,
+					     &m), 0);
+			if (!m.failed || skipped == SPREAD_SKIP_MAX)
+				break;
+			skipped++;
+			b++;
+		}
 		ASSERT_EQ(m.failed, 0);
 	}
 	ASSERT_EQ(query(self->fd, self->buf, self->len, self->pfns),
 		  (int)self->npages);
-	for (i = 0; i < self->npages; i++)
-		ASSERT_EQ((self->pfns[i] - lo) / blk, i);
+	for (i = 1; i < self->npages; i++)
+		ASSERT_LT((self->pfns[i - 1] - lo) / blk,
+			  (self->pfns[i] - lo) / blk);
+	if (skipped)
+		ksft_print_msg("%llu blocks could not take a page: skipped\n",
+			       (unsigned long long)skipped);
 	ASSERT_EQ(get_stats(self->fd, &st0), 0);
 	/* Other movable pages can take the holes first: allow a few runs. */
 	for (runs = 1; runs <= 3; runs++) {
