@@ -31,7 +31,7 @@ CHECKPATCH_FLAGS = --no-tree --strict --quiet --no-summary --show-types --terse 
 export KVER KDIR
 
 .PHONY: all modules clean setup setup-check checkpatch sparse unit \
-	selftests check run help install dkms-install vm-shell print-kver
+	selftests check run help install dkms-install dkms-check vm-shell print-kver
 
 all: modules
 
@@ -112,7 +112,12 @@ install: modules
 	$(MAKE) -C $(KDIR) M=$(TOP) modules_install
 
 dkms-install: setup-check
-	dkms install $(TOP)
+	dkms install $(TOP) -k $(KVER)
+
+# dkms.conf is right: DKMS builds every module of it for KVER in throwaway
+# trees (nothing registered or installed on this machine).
+dkms-check: setup-check
+	@$(TOP)/tools/dkms-check.sh $(KVER)
 
 print-kver:
 	@echo $(KVER)
@@ -134,6 +139,7 @@ help:
 	@echo '  make sparse     the modules through sparse, C=2 (silent if clean); also: make C=2'
 	@echo '  make vm-shell CMD=...  run one command as root in a hotplug-capable guest'
 	@echo '  make install    modules_install into /lib/modules/$$KVER/updates'
-	@echo '  make dkms-install  register, build and install with DKMS'
+	@echo '  make dkms-install  register, build and install with DKMS (for KVER)'
+	@echo '  make dkms-check    DKMS builds every module of dkms.conf in a scratch tree'
 	@echo '  make clean'
 	@echo 'Guest runner: tools/testing/vm/memhp-vm --help'

@@ -29,6 +29,7 @@ APT_PACKAGES=(
 	python3 python3-venv xz-utils bc numactl libnuma-dev
 	gcc-12 make perl rsync
 	flex bison libelf-dev
+	dkms
 )
 
 # What is extracted from linux-source-6.1 (paths inside the tarball).

@@ -4,7 +4,8 @@
 
 Stages, in order:
   unit     user-space unit tests of the portable cores (make unit)
-  static   modules build with -Werror, selftests build, checkpatch, sparse
+  static   modules build with -Werror, selftests build, checkpatch, sparse,
+           DKMS build of dkms.conf in a scratch tree
   guest    the selftests of tools/testing/selftests/memhp inside QEMU guests;
            tests naming the same `memhp-vm:` options share one boot
   runner   the VM runner's own tests (tools/testing/vm/selftest.sh): it must
@@ -125,7 +126,9 @@ def stage_static(args):
     for name, cmd in (("modules build with -Werror", ["make", "--no-print-directory", "modules"]),
                       ("selftests build", ["make", "--no-print-directory", "selftests"]),
                       ("checkpatch --strict clean", ["make", "--no-print-directory", "checkpatch"]),
-                      ("sparse C=2 clean", ["make", "--no-print-directory", "sparse"])):
+                      ("sparse C=2 clean", ["make", "--no-print-directory", "sparse"]),
+                      ("dkms.conf: DKMS builds every module",
+                       ["make", "--no-print-directory", "dkms-check"])):
         rc, out = run_streamed(cmd, "static: ")
         leaves.append(Leaf(name, "pass" if rc == 0 else "fail", "" if rc == 0 else f"exit {rc}"))
     return leaves
