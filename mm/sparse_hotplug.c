@@ -30,10 +30,11 @@
  * hotplug lock are not exported to modules in 6.1, so "online", "offline",
  * "online_movable" and "online_kernel" written to a section's state are
  * written, from the store handler, to the containing block's own
- * /sys/devices/system/memory/memoryN/state with filp_open() and
- * kernel_write(). The core then does exactly what it does for user space:
- * lock_device_hotplug_sysfs(), device_online()/device_offline() with the
- * zone policy, the memory notifiers and the KOBJ_ONLINE/KOBJ_OFFLINE uevent.
+ * /sys/devices/system/memory/memoryN/state by calling that attribute's
+ * store directly (see shp_block_write_state()). The core then does
+ * exactly what it does for user space: lock_device_hotplug_sysfs(),
+ * device_online()/device_offline() with the zone policy, the memory
+ * notifiers and the KOBJ_ONLINE/KOBJ_OFFLINE uevent.
  * lock_device_hotplug_sysfs() answers -ERESTARTNOINTR (and flags a pending
  * signal) when the lock is taken; we must not loop in our store: it holds
  * a kernfs active reference on our own attribute, and a memory removal that
@@ -103,6 +104,7 @@
 #include <linux/delay.h>
 #include <linux/sched/signal.h>
 #include <asm/pgtable.h>
+#include <asm/e820/api.h>
 
 #define CREATE_TRACE_POINTS
 #include "sparse_hotplug_trace.h"
@@ -347,30 +349,39 @@ static atomic_t shp_restarts = ATOMIC_INIT(0);
 
 /*
  * Writes @cmd to /sys/devices/system/memory/memory<block>/state: the
- * core's own semantics, locking and uevents (see the top comment).
+ * core's own store of that attribute, with its semantics, locking and
+ * uevents (see the top comment). It is called directly, not through the
+ * VFS: our caller is itself a write to a sysfs file, and a write through
+ * a file would take the sysfs superblock's freeze protection (sb_writers,
+ * in kernel_write() and in a write open that misses the dcache) and a
+ * kernfs open file's mutex a second time, which lockdep reports as
+ * possible recursive locking. The block cannot go away meanwhile: its
+ * removal first waits in our bus notifier for this store's active
+ * reference on the section attribute.
  * -ERESTARTNOINTR (device hotplug lock busy) becomes restart_syscall().
  */
 static int shp_block_write_state(unsigned long block, const char *cmd)
 {
-	char path[64];
-	struct file *file;
-	loff_t pos = 0;
+	const struct attribute_group *const *grp;
+	struct device_attribute *state = NULL;
+	struct attribute *const *attr;
 	size_t len = strlen(cmd);
+	struct device *dev;
+	char name[32];
 	ssize_t n;
 
-	snprintf(path, sizeof(path), "/sys/devices/system/memory/memory%lu/state",
-		 block);
-	file = filp_open(path, O_WRONLY, 0);
-	if (IS_ERR(file))
-		return PTR_ERR(file) == -ENOENT ? -ENODEV : PTR_ERR(file);
-	/*
-	 * __kernel_write(), not kernel_write(): our caller is itself a write
-	 * to a sysfs file and already holds the sysfs superblock's freeze
-	 * protection (sb_writers); taking it again nests a read lock that
-	 * lockdep reports as possible recursive locking.
-	 */
-	n = __kernel_write(file, cmd, len, &pos);
-	filp_close(file, NULL);
+	snprintf(name, sizeof(name), "memory%lu", block);
+	dev = bus_find_device_by_name(shp_memory_bus, NULL, name);
+	if (!dev)
+		return -ENODEV;
+	for (grp = dev->groups; grp && *grp && !state; grp++)
+		for (attr = (*grp)->attrs; attr && *attr; attr++)
+			if (!strcmp((*attr)->name, "state")) {
+				state = container_of(*attr, struct device_attribute, attr);
+				break;
+			}
+	n = state && state->store ? state->store(dev, state, cmd, len) : -ENODEV;
+	put_device(dev);
 	if (n == -ERESTARTNOINTR) {
 		atomic_inc(&shp_restarts);
 		return restart_syscall();
@@ -1218,56 +1229,22 @@ static bool shp_in_ranges(u64 start, u64 end)
 	return false;
 }
 
-/* Reads a short sysfs file into @buf, trimmed. */
-static int shp_read_small(const char *path, char *buf, size_t size)
-{
-	struct file *file;
-	loff_t pos = 0;
-	ssize_t n;
-
-	file = filp_open(path, O_RDONLY, 0);
-	if (IS_ERR(file))
-		return PTR_ERR(file);
-	n = kernel_read(file, buf, size - 1, &pos);
-	filp_close(file, NULL);
-	if (n < 0)
-		return n;
-	buf[n] = '\0';
-	strim(buf);
-	return 0;
-}
-
 /*
- * Is [start, end) inside one "System RAM" entry of the firmware memory map
- * (/sys/firmware/memmap: the e820 table as the firmware gave it, before
- * mem= and memmap= trimmed it)? Its entries are numbered from 0; removed
- * hotplug entries may leave gaps, hence the miss budget.
+ * Is [start, end) System RAM in the firmware's memory map (e820 as the
+ * firmware gave it, before mem= and memmap= trimmed it; what
+ * /sys/firmware/memmap shows)? Asked of the table itself, page by page
+ * (adjacent RAM entries count as one): reading /sys/firmware/memmap from
+ * here, our probe store, would take a second kernfs open file mutex,
+ * which lockdep reports as possible recursive locking.
  */
 static bool shp_firmware_ram(u64 start, u64 end)
 {
-	char path[48], buf[32];
-	int i, misses = 0;
-	u64 s, e;
+	u64 p;
 
-	for (i = 0; misses < 8 && i < 4096; i++) {
-		snprintf(path, sizeof(path), "/sys/firmware/memmap/%d/type", i);
-		if (shp_read_small(path, buf, sizeof(buf))) {
-			misses++;
-			continue;
-		}
-		misses = 0;
-		if (strcmp(buf, "System RAM"))
-			continue;
-		snprintf(path, sizeof(path), "/sys/firmware/memmap/%d/start", i);
-		if (shp_read_small(path, buf, sizeof(buf)) || kstrtou64(buf, 0, &s))
-			continue;
-		snprintf(path, sizeof(path), "/sys/firmware/memmap/%d/end", i);
-		if (shp_read_small(path, buf, sizeof(buf)) || kstrtou64(buf, 0, &e))
-			continue;
-		if (s <= start && end - 1 <= e)	/* e is inclusive */
-			return true;
-	}
-	return false;
+	for (p = start; p < end; p += PAGE_SIZE)
+		if (!e820__mapped_raw_any(p, p + PAGE_SIZE, E820_TYPE_RAM))
+			return false;
+	return true;
 }
 
 static struct shp_added *shp_find_added(u64 phys)
