@@ -42,6 +42,7 @@
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/lockdep.h>
 #include <linux/module.h>
 #include <linux/virtio.h>
 #include <linux/virtio_config.h>
@@ -613,6 +614,18 @@ static int vms_memory_notify(struct notifier_block *nb, unsigned long action,
 	pfn = vms_mb_pfn(vm, mb);
 	nr = vms_mb_pages(vm);
 
+	/*
+	 * hotplug_mutex is taken at MEM_GOING_* and released at the final
+	 * event of the same operation. In between, the core releases the
+	 * notifier chain's rwsem and takes it again for the next event, so
+	 * lockdep records chain -> hotplug_mutex and hotplug_mutex -> chain
+	 * and reports a cycle (seen on the debug kernel). It cannot close:
+	 * online and offline operations are serialised by mem_hotplug_lock,
+	 * so no second operation can hold the chain while this one holds the
+	 * mutex, and the worker never calls into the hotplug core with the
+	 * mutex held. Like upstream virtio_mem, keep lockdep out of it.
+	 */
+	lockdep_off();
 	switch (action) {
 	case MEM_GOING_OFFLINE:
 		mutex_lock(&vm->hotplug_mutex);
@@ -657,6 +670,7 @@ static int vms_memory_notify(struct notifier_block *nb, unsigned long action,
 		mutex_unlock(&vm->hotplug_mutex);
 		break;
 	}
+	lockdep_on();
 	return rc;
 }
 
