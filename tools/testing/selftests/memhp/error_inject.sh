@@ -77,17 +77,10 @@ memhp_load sparse_hotplug || ktap_exit_fail_msg "cannot load sparse_hotplug"
 memhp_load migrate_test || ktap_exit_fail_msg "cannot load migrate_test"
 set_auto_online offline
 memory_blocks > "$TMP/blocks0"
-memhp-qmp object-add qom-type=memory-backend-ram id=eimem0 size=$DIMM_SIZE >/dev/null &&
-	memhp-qmp device_add driver=pc-dimm id=eidimm0 memdev=eimem0 >/dev/null ||
-	ktap_exit_fail_msg "device_add failed"
+dimm_add eidimm0 eimem0 $DIMM_SIZE || ktap_exit_fail_msg "device_add failed"
 bs=$(block_size_bytes)
-new_blocks()
-{
-	memory_blocks > "$TMP/blocks1"
-	comm -13 <(sort "$TMP/blocks0") <(sort "$TMP/blocks1") | sort -n > "$TMP/new"
-	[ "$(wc -l < "$TMP/new")" -eq $((DIMM_SIZE / bs)) ]
-}
-wait_for 30 new_blocks || ktap_exit_fail_msg "the DIMM's blocks did not appear"
+wait_new_blocks "$TMP/blocks0" "$TMP/new" $((DIMM_SIZE / bs)) ||
+	ktap_exit_fail_msg "the DIMM's blocks did not appear"
 B=$(head -n1 "$TMP/new")
 spb=$((bs / 0x$(cat $SHP/section_size_bytes)))
 S=$((B * spb))
