@@ -13,7 +13,10 @@ Stages, in order:
 
 Progress lines are KTAP diagnostics ("# ..."); each stage then reports its
 results as a nested KTAP subtest. The end is a "# Totals:" line over every
-leaf test and a plain "check: N passed, N failed, N skipped" line. Exit 0
+leaf test and a plain "check: N passed, N failed, N skipped" line. Before
+them, the figures the guest tests reported ("figures: ..." diagnostics:
+inputs tried, cycles, operations, bytes verified) are gathered, one line
+per test program, so a run ends with what it exercised. Exit 0
 only when nothing failed; a skip is reported with its reason, never counted
 as a pass.
 """
@@ -111,6 +114,24 @@ def parse_runner_tap(output):
     return leaves
 
 
+FIGURES = []
+PROG_RE = re.compile(r"^selftests: [^:]+: (\S+)$")
+
+
+def collect_figures(output, where):
+    """Remembers the "figures: ..." diagnostics of a guest run, by program."""
+    prog = where
+    for raw in output.splitlines():
+        line = raw.rstrip()
+        while line.startswith("# "):
+            line = line[2:]
+        m = PROG_RE.match(line)
+        if m:
+            prog = m.group(1)
+        elif line.startswith("figures: "):
+            FIGURES.append((prog, line[len("figures: "):]))
+
+
 def stage_unit(args):
     rc, out = run_streamed(["make", "--no-print-directory", "unit"], "unit: ")
     leaves = parse_runner_tap(out)
@@ -171,6 +192,7 @@ def stage_guest(args):
         t0 = time.monotonic()
         rc, out = run_streamed(cmd, "guest: ")
         group_leaves = parse_runner_tap(out)
+        collect_figures(out, label)
         leaves.extend(group_leaves)
         reason = {0: "", 124: "guest timed out", 125: "guest failed: see the lines above"}
         leaves.append(Leaf(f"guest [{label}] boots, runs and keeps a clean kernel log",
@@ -245,6 +267,10 @@ def main():
         log("known failures (XFAIL, documented, not counted as passed):")
         for f in xfail_leaves:
             log(f"  {f}")
+    if FIGURES:
+        log("figures reported by the tests:")
+        for prog, fig in FIGURES:
+            log(f"  {prog}: {fig}")
     log(f"make check took {time.monotonic() - t0:.0f}s")
     print(f"# Totals: pass:{totals['pass']} fail:{totals['fail']} xfail:{totals['xfail']} xpass:0 "
           f"skip:{totals['skip']} error:0")

@@ -16,6 +16,9 @@
 #   4. One more guest loads and exercises every module (load_unload.sh,
 #      fuzz_inputs.sh, unload_under_load.sh with CYCLES=5) and then asks
 #      kmemleak for two scans: any unreferenced object fails the run.
+#   5. The end repeats the figures the tests reported (inputs tried,
+#      cycles, operations, bytes verified), the totals and the kmemleak
+#      count. Logs: build/debug-kernel/{suite,kmemleak}.log.
 #
 # Options: --tests a.sh,b (a subset), --build-only, --skip-suite (only the
 # kmemleak guest). Environment: JOBS (build jobs), GUEST_TIMEOUT (s).
@@ -35,7 +38,7 @@ while [ $# -gt 0 ]; do
 	--tests) tests=$2; shift ;;
 	--build-only) build_only=1 ;;
 	--skip-suite) skip_suite=1 ;;
-	-h|--help) sed -n '3,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '3,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "check-debug: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 	shift
@@ -70,7 +73,9 @@ rc=0
 if [ "$skip_suite" = 0 ]; then
 	args=(--only guest --kernel "$bzimage" --guest-timeout "$GUEST_TIMEOUT")
 	[ -n "$tests" ] && args+=(--tests "$tests")
-	"$TOP/.venv/bin/python" "$TREE/tools/testing/check.py" "${args[@]}" || rc=1
+	"$TOP/.venv/bin/python" "$TREE/tools/testing/check.py" "${args[@]}" |
+		tee "$DEBUG/suite.log"
+	[ "${PIPESTATUS[0]}" = 0 ] || rc=1
 fi
 
 say "kmemleak guest: load, exercise and unload every module, then scan"
@@ -88,6 +93,16 @@ S=tools/testing/selftests/memhp
 	leaks=\$(grep -c '^unreferenced object' /sys/kernel/debug/kmemleak)
 	echo \"# kmemleak: \$leaks unreferenced objects after the suite\"
 	cat /sys/kernel/debug/kmemleak | head -60
-	[ \$leaks = 0 ]" || rc=1
+	[ \$leaks = 0 ]" | tee "$DEBUG/kmemleak.log"
+[ "${PIPESTATUS[0]}" = 0 ] || rc=1
+
+# What the run exercised, at the end where it is seen.
+say "figures:"
+if [ "$skip_suite" = 0 ]; then
+	sed -n '/^# figures reported by the tests:/,/^# make check took/p' "$DEBUG/suite.log" |
+		sed '1d;$d'
+	grep -E '^(check:|# Totals:)' "$DEBUG/suite.log"
+fi
+grep -h '^# kmemleak:' "$DEBUG/kmemleak.log"
 say "done in $(($(date +%s) - t0)) s: $([ $rc = 0 ] && echo PASS || echo FAIL)"
 exit $rc

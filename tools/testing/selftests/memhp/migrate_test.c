@@ -597,6 +597,9 @@ TEST_F_TIMEOUT(mt, writers_during_migrations, 180)
 			ASSERT_EQ(w[t].words[j], want);
 		}
 	}
+	ksft_print_msg("figures: 1000 migrations moved %llu pages, %d writers, %zu KiB verified\n",
+		       (unsigned long long)moved, WRITERS,
+		       (size_t)WRITERS * WPAGES * psz / 1024);
 }
 
 #define KPF_LRU		5

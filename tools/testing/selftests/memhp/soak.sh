@@ -369,6 +369,8 @@ MIGHOLD=
 cat "$TMP/mig.out"
 passes=$(sed -n 's/.* \([0-9]*\) passes.*/\1/p' "$TMP/churn.out" | tail -n1)
 ktap_print_msg "bytes verified: ${passes:-?} passes x $CHURN_MIB MiB of churn = $(( ${passes:-0} * CHURN_MIB )) MiB, plus the migrate_test pattern"
+ktap_print_msg "figures: $OPS operations in $(awk -v ms="$ms" 'BEGIN { printf "%.1f", ms / 1000 }') s," \
+	"$nfail failed (by cause above); $(( ${passes:-0} * CHURN_MIB )) MiB verified by memhp_churn"
 ktap_test_result "memhp_churn: every pass verified ($CHURN_MIB MiB)" [ "$rc_churn" = 0 ]
 mig_ok() { [ "$rc_mig" = 0 ] && [ "$LOST" = 0 ]; }
 ktap_test_result "migrate_test pattern and the migrate/buddy operations intact" mig_ok
