@@ -239,11 +239,20 @@ MODULE_PARM_DESC(unplug_reserve_mb,
 /*
  * Units plugged with one PLUG request when growing (0: as many as the goal
  * needs, within one request). 1 behaves like upstream's SBM: one request
- * per memory block. Memory is always added unit by unit.
+ * per memory block.
  */
 static unsigned long vms_plug_batch;
 module_param_named(plug_batch, vms_plug_batch, ulong, 0644);
 MODULE_PARM_DESC(plug_batch, "Max units plugged with one request (0 = no limit)");
+
+/*
+ * Units added to Linux with one add_memory_driver_managed() call (0: as
+ * many as allowed, see vms_plug_units()). 1 adds and onlines unit by unit,
+ * like upstream's SBM, for comparing the two ways on the same device.
+ */
+static unsigned long vms_add_batch;
+module_param_named(add_batch, vms_add_batch, ulong, 0644);
+MODULE_PARM_DESC(add_batch, "Max units added with one add_memory call (0 = no limit)");
 
 static struct dentry *vms_debugfs_root;
 
@@ -738,7 +747,8 @@ static int vms_add_units(struct vms *vm, unsigned long first, unsigned long n)
 
 /*
  * PLUG @count contiguous UNPLUGGED units from @first with one request, then
- * add them in as few calls as allowed: a call never covers a whole
+ * add them in as few calls as allowed (at most add_batch units each, if
+ * that parameter is not 0): a call never covers a whole
  * 1 GiB-aligned GiB, because x86 maps such a range with a 1 GiB direct-map
  * page, and removing one unit of it later faults in remove_pagetable()
  * (seen in a 6.1 guest after one 1 GiB add). Units are removed one by one.
@@ -766,6 +776,7 @@ static int vms_plug_units(struct vms *vm, unsigned long first,
 		n = clamp_t(unsigned long, n, 1, first + count - id);
 		if (n > 1 && IS_ALIGNED(s, SZ_1G) && (u64)n * vm->unit_size == SZ_1G)
 			n--;
+		n = min(n, READ_ONCE(vms_add_batch) ?: n);
 		if (n > 1 && !vms_add_units(vm, id, n))
 			continue;
 		for (i = id; i < id + n; i++) {

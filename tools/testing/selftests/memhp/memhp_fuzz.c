@@ -95,6 +95,7 @@ static const struct rule rules[] = {
 	{ "remove", RULE_NEVER, { NULL }, "probed" },
 	{ "unplug_reserve_mb", RULE_RESERVE_MB },
 	{ "plug_batch", RULE_ULONG },
+	{ "add_batch", RULE_ULONG },
 	{ "target_size", RULE_TARGET_SIZE },
 	{ "run", RULE_BENCH_RUN, { NULL }, "results" },
 	{ "provoke_warning", RULE_EXCLUDED },

@@ -140,7 +140,7 @@ for f in plugged_size requested_size block_size unit_size region unplug_shortfal
 		bad=1
 	fi
 done
-for p in online_type plug_batch unplug_reserve_mb; do
+for p in online_type plug_batch add_batch unplug_reserve_mb; do
 	if (echo bogus > "/sys/module/virtio_mem_shim/parameters/$p") 2>/dev/null; then
 		ktap_print_msg "parameter $p accepted 'bogus'"
 		bad=1
@@ -155,6 +155,7 @@ after="$(cat "$DEV/target_size") $(cat "$DEV/plugged_size")"
 [ "$before" = "$after" ] || { ktap_print_msg "state changed: '$before' -> '$after'"; bad=1; }
 [ "$(cat /sys/module/virtio_mem_shim/parameters/online_type)" = movable ] || bad=1
 [ "$(cat /sys/module/virtio_mem_shim/parameters/plug_batch)" = 0 ] || bad=1
+[ "$(cat /sys/module/virtio_mem_shim/parameters/add_batch)" = 0 ] || bad=1
 [ "$(cat /sys/module/virtio_mem_shim/parameters/unplug_reserve_mb)" = 64 ] || bad=1
 ktap_test_result "bad sysfs input rejected, nothing changed" [ $bad = 0 ]
 
