@@ -62,6 +62,15 @@ def run_streamed(cmd, prefix, env=None):
     return rc, "".join(lines)
 
 
+def strip_diag(line):
+    """(depth, text): the "# " prefixes runner.sh nests output in, removed."""
+    depth = 0
+    while line.startswith("# "):
+        line = line[2:]
+        depth += 1
+    return depth, line
+
+
 def parse_runner_tap(output):
     """Leaves from kselftest runner.sh output (or one plain KTAP document).
 
@@ -74,11 +83,7 @@ def parse_runner_tap(output):
     leaves = []
     current = []
     for raw in output.splitlines():
-        line = raw.rstrip()
-        depth = 0
-        while line.startswith("# "):
-            line = line[2:]
-            depth += 1
+        depth, line = strip_diag(raw.rstrip())
         m = RESULT_RE.match(line)
         if not m:
             continue
@@ -122,9 +127,7 @@ def collect_figures(output, where):
     """Remembers the "figures: ..." diagnostics of a guest run, by program."""
     prog = where
     for raw in output.splitlines():
-        line = raw.rstrip()
-        while line.startswith("# "):
-            line = line[2:]
+        _, line = strip_diag(raw.rstrip())
         m = PROG_RE.match(line)
         if m:
             prog = m.group(1)

@@ -338,7 +338,8 @@ done
 want=$((BOOT_KB + (added_blocks - offline_boot) * (BS >> 10) + (vm_plugged >> 10)))
 got=$(meminfo_kb MemTotal)
 
-ktap_print_msg "$OPS operations in $(awk -v ms="$ms" 'BEGIN { printf "%.1f", ms / 1000 }') s:" \
+secs=$(awk -v ms="$ms" 'BEGIN { printf "%.1f", ms / 1000 }')
+ktap_print_msg "$OPS operations in $secs s:" \
 	"$(awk -v n="$OPS" -v ms="$ms" 'BEGIN { printf "%.2f", n * 1000 / (ms ? ms : 1) }') ops/s"
 for k in $(echo "${!nops[@]}" | tr ' ' '\n' | sort); do
 	ktap_print_msg "  $k: ${nops[$k]}"
@@ -368,9 +369,10 @@ rc_mig=$?
 MIGHOLD=
 cat "$TMP/mig.out"
 passes=$(sed -n 's/.* \([0-9]*\) passes.*/\1/p' "$TMP/churn.out" | tail -n1)
-ktap_print_msg "bytes verified: ${passes:-?} passes x $CHURN_MIB MiB of churn = $(( ${passes:-0} * CHURN_MIB )) MiB, plus the migrate_test pattern"
-ktap_print_msg "figures: $OPS operations in $(awk -v ms="$ms" 'BEGIN { printf "%.1f", ms / 1000 }') s," \
-	"$nfail failed (by cause above); $(( ${passes:-0} * CHURN_MIB )) MiB verified by memhp_churn"
+verified=$(( ${passes:-0} * CHURN_MIB ))
+ktap_print_msg "bytes verified: ${passes:-?} passes x $CHURN_MIB MiB of churn = $verified MiB, plus the migrate_test pattern"
+ktap_print_msg "figures: $OPS operations in $secs s, $nfail failed (by cause above);" \
+	"$verified MiB verified by memhp_churn"
 ktap_test_result "memhp_churn: every pass verified ($CHURN_MIB MiB)" [ "$rc_churn" = 0 ]
 mig_ok() { [ "$rc_mig" = 0 ] && [ "$LOST" = 0 ]; }
 ktap_test_result "migrate_test pattern and the migrate/buddy operations intact" mig_ok

@@ -348,7 +348,6 @@ for f in $CENSUS_FIELDS pcp free unacc; do
 	after[$f]=${census[$f]}
 	ktap_print_msg "$f: ${before[$f]} -> ${after[$f]} kB ($((after[$f] - before[$f])) kB)"
 done
-ktap_print_msg "$done_cycles load/unload cycles of 5 modules with activity in $secs s"
 ktap_print_msg "figures: $done_cycles load/unload cycles of 5 modules with activity in $secs s;" \
 	"unaccounted $((after[unacc] - before[unacc])) kB, Slab $((after[Slab] - before[Slab])) kB, MemTotal $((after[MemTotal] - before[MemTotal])) kB"
 enough_cycles()
