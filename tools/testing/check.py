@@ -181,6 +181,23 @@ def guest_groups(only):
     return groups
 
 
+VM_FAILURES = []
+
+
+def vm_messages(output):
+    """memhp-vm's own messages in a guest run's output (why it failed).
+
+    Its closing "exit N after S" line is left out; the problem lines of
+    the kernel log it lists come first, without their context lines.
+    """
+    msgs = []
+    for raw in output.splitlines():
+        line = raw.rstrip()
+        if line.startswith("memhp-vm:") and not re.match(r"memhp-vm: exit \d+ after", line):
+            msgs.append(line[len("memhp-vm:"):].strip())
+    return msgs
+
+
 def stage_guest(args):
     leaves = []
     groups = guest_groups(args.tests)
@@ -197,9 +214,15 @@ def stage_guest(args):
         group_leaves = parse_runner_tap(out)
         collect_figures(out, label)
         leaves.extend(group_leaves)
-        reason = {0: "", 124: "guest timed out", 125: "guest failed: see the lines above"}
+        why = vm_messages(out)
+        reason = {0: "", 124: "guest timed out", 125: "guest failed"}.get(rc, f"memhp-vm exit {rc}")
+        if rc and why:
+            # The cause goes into the result line itself, in full into the
+            # failure list at the end: a log cut to its KTAP part keeps it.
+            reason += ": " + "; ".join(why[:4])[:400]
+            VM_FAILURES.append((label, why))
         leaves.append(Leaf(f"guest [{label}] boots, runs and keeps a clean kernel log",
-                           "pass" if rc == 0 else "fail", reason.get(rc, f"memhp-vm exit {rc}")))
+                           "pass" if rc == 0 else "fail", reason))
         log(f"guest [{label}]: {time.monotonic() - t0:.0f}s")
         ran = {leaf.name.split(":")[0] for leaf in group_leaves}
         for t in tests:
@@ -266,6 +289,10 @@ def main():
         log("failed:")
         for f in failed_leaves:
             log(f"  {f}")
+    for label, why in VM_FAILURES:
+        log(f"guest [{label}]: memhp-vm said:")
+        for line in why[:45]:
+            log(f"  {line}")
     if xfail_leaves:
         log("known failures (XFAIL, documented, not counted as passed):")
         for f in xfail_leaves:
