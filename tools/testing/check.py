@@ -219,7 +219,7 @@ def stage_guest(args):
         if rc and why:
             # The cause goes into the result line itself, in full into the
             # failure list at the end: a log cut to its KTAP part keeps it.
-            reason += ": " + "; ".join(why[:4])[:400]
+            reason += ": " + "; ".join(w.rstrip(":") for w in why[:4])[:400]
             VM_FAILURES.append((label, why))
         leaves.append(Leaf(f"guest [{label}] boots, runs and keeps a clean kernel log",
                            "pass" if rc == 0 else "fail", reason))
