@@ -150,7 +150,8 @@ static long do_alloc(void __user *uarg)
 
 	if (copy_from_user(&a, uarg, sizeof(a)))
 		return -EFAULT;
-	if (a.type >= BS_NR_TYPES || a.order >= BS_MAX_ORDER)
+	if (a.flags || a.reserved || a.type >= BS_NR_TYPES ||
+	    a.order >= BS_MAX_ORDER)
 		return -EINVAL;
 	ret = bs_alloc(arena, a.type, a.order, &pfn);
 	if (ret)
@@ -169,6 +170,8 @@ static long do_free(void __user *uarg)
 
 	if (copy_from_user(&f, uarg, sizeof(f)))
 		return -EFAULT;
+	if (f.flags)
+		return -EINVAL;
 	return bs_free(arena, f.pfn);
 }
 
@@ -182,6 +185,8 @@ static long do_workload(void __user *uarg)
 
 	if (copy_from_user(&u, uarg, sizeof(u)))
 		return -EFAULT;
+	if (u.flags || u.reserved)
+		return -EINVAL;
 	w.seed = u.seed;
 	w.ops = u.ops;
 	w.max_order = u.max_order;

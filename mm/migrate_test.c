@@ -17,15 +17,28 @@
  *  2. allocate and lock the new page (core: done by migrate_pages())
  *  3. redirect the xarray entry to the new page and mark it MIGT_BUSY
  *  4. unmap the old page from every process (unmap_mapping_pages() on the
- *     device's address_space; the TLB is flushed and the pte references
- *     are dropped before it returns)
- *  5. wait until the old page's refcount drops to 2 (xarray + migrator),
- *     with a timeout: on timeout the entry is pointed back at the old page
- *     (rollback) and the page is reported failed
- *  6. copy, mark the new page up to date and movable, clear the old one
+ *     device's address_space; the TLB is flushed before it returns)
+ *  5. freeze the old page's refcount at 2 (xarray + migrator) with
+ *     page_ref_freeze(), retrying until a timeout: on timeout the entry is
+ *     pointed back at the old page (rollback) and the page is reported
+ *     failed
+ *  6. copy, mark the new page up to date and movable, clear the old one,
+ *     unfreeze
  *  7. unlock the new page, clear MIGT_BUSY and wake the faults that waited:
  *     they look the entry up again and map the new page
  *  8. free the old page
+ *
+ * The mapping is VM_PFNMAP: faults insert the page's pfn (vmf_insert_pfn(),
+ * a special pte) as TTM does for buffers that move. The ptes hold no page
+ * reference and no mapcount, and get_user_pages() refuses the mapping with
+ * -EFAULT before it looks at a page. That is deliberate: a page the driver
+ * may move at any time cannot be pinned, and a FOLL_LONGTERM pin of a
+ * non-LRU movable page in ZONE_MOVABLE would never return (GUP tries to
+ * migrate it out of the zone, cannot isolate it as an LRU page and retries
+ * forever: check_and_migrate_movable_pages()). So O_DIRECT, vmsplice,
+ * process_vm_readv/writev and io_uring fixed buffers get -EFAULT, and
+ * madvise(MADV_DONTNEED, MADV_PAGEOUT) -EINVAL; copy_to/from_user (read(),
+ * write(), ioctl arguments) fault the pages in as any access does.
  *
  * Locking rules
  * -------------
@@ -39,9 +52,13 @@
  *   faults sleep through the allocation too.
  * - A pte mapping P is installed only by migt_fault() (for the faulting
  *   page or, fault-around, a neighbour) while it holds P's lock and has
- *   seen entry == P and !MIGT_BUSY. A migrator redirects the entry
- *   and then unmaps, both under P's lock, so no pte of P survives a
- *   migration and no new one can appear.
+ *   seen entry == P and !MIGT_BUSY, and it sets MIGT_MAPPED on the entry
+ *   first. A migrator redirects the entry and then unmaps, both under P's
+ *   lock, so no pte of P survives a migration and no new one can appear;
+ *   it clears MIGT_MAPPED after the unmap. fork() copies ptes of a marked
+ *   entry only (dup_mmap() puts the child after the parent in i_mmap, so
+ *   an unmap that races with it zaps the copy too). munmap() and exit do
+ *   not clear the mark: MIGT_MAPPED set means "may be mapped".
  * - migt_fault() never sleeps on a page lock while holding a page reference
  *   (that reference would make the migrator time out): it trylocks; if the
  *   entry is MIGT_BUSY it drops its reference and sleeps on ctx->wq until the
@@ -56,12 +73,23 @@
  *   ctx->inject_lock its INJECT calls; neither is taken by faults or by
  *   the core callbacks, and INJECT may run while a MIGRATE waits (e.g. to
  *   drop a held reference).
+ * - No user memory is touched while a page is locked or MIGT_BUSY: a
+ *   user address may lie in this very mapping, and its fault would wait
+ *   for the migration that waits for it. The MIGRATE ioctl collects the
+ *   failed addresses of a batch in the kernel and copies them out after
+ *   the batch has released its pages.
  * - Within a batch the MIGRATE ioctl blocks on the lock of its first page
  *   only and trylocks the others, so it never waits for a page lock while
  *   holding another (the core migration code may hold several).
- * - References to an owned page: one for the xarray entry, one per pte,
- *   plus transient ones (a migrator's lookup, the core's isolation, a
- *   fault between its lookup and its trylock, HOLD_REF injection).
+ * - References to an owned page: one for the xarray entry, plus transient
+ *   ones (a migrator's lookup, the core's isolation, a fault between its
+ *   lookup and its trylock, HOLD_REF injection). Once redirected the old
+ *   page is out of the xarray, so nobody takes a new reference with
+ *   get_page(); page_ref_freeze() keeps speculative get_page_unless_zero()
+ *   users (pfn walkers) away while it is copied.
+ * - MIGRATE_ASYNC (async compaction) must not sleep: the core callback then
+ *   refuses a page whose entry is MIGT_MAPPED (unmapping takes
+ *   i_mmap_rwsem) and does not wait for references.
  * - Page state: page->private = ctx, page->index = offset in the file;
  *   page->mapping holds migt_mops (PAGE_MAPPING_MOVABLE) while the page is
  *   in the xarray. Pages leave the xarray only under their lock, after
@@ -69,14 +97,15 @@
  *   context, and release() locks every page before freeing the context.
  * - Module unload: every open file (and every mapping, which holds its
  *   file) pins the module, so rmmod is refused while anything is mapped;
- *   release() frees every page, so nothing of ours remains afterwards.
+ *   release() runs after the last mapping is gone (no pte is left) and
+ *   frees every page, so nothing of ours remains afterwards.
  *
  * Each open file gets its own range of page offsets (ctx->base) in the
  * shared device inode's address_space, so unmap_mapping_pages() of one
  * open file never touches another's mappings.
  *
  * 2 MiB pages are not supported: movable_operations move order-0 pages,
- * and vm_insert_page() maps 4 KiB ptes only.
+ * and the fault handler maps 4 KiB ptes only.
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -102,6 +131,7 @@
 
 #define MIGT_BUSY		XA_MARK_0	/* entry under migration */
 #define MIGT_FAIL_ALLOC	XA_MARK_1	/* injected: allocation fails */
+#define MIGT_MAPPED	XA_MARK_2	/* a pte may map the page */
 
 #define MIGT_ID_SHIFT	20		/* log2(MIGRATE_TEST_MAX_PAGES) */
 #define MIGT_MAX_IDS	BIT(16)
@@ -219,6 +249,19 @@ static vm_fault_t migt_populate(struct migt_ctx *ctx, pgoff_t index)
 }
 
 /*
+ * Map @page (locked, current at @index) at @addr: a special pte, no page
+ * reference. MIGT_MAPPED is set first, so a migrator that later holds the
+ * page lock knows it has to unmap.
+ */
+static vm_fault_t migt_map_page(struct vm_area_struct *vma, unsigned long addr,
+				struct migt_ctx *ctx, pgoff_t index,
+				struct page *page)
+{
+	xa_set_mark(&ctx->pages, index, MIGT_MAPPED);
+	return vmf_insert_pfn(vma, addr, page_to_pfn(page));
+}
+
+/*
  * Fault-around: also map the populated neighbours of the faulting page in
  * its aligned window of MIGT_FAULT_AROUND pages, under the same rule as the
  * fault itself (page locked, entry current and not busy). A migration
@@ -241,7 +284,7 @@ static void migt_fault_around(struct vm_fault *vmf, struct migt_ctx *ctx,
 			continue;
 		if (trylock_page(page)) {
 			if (migt_page_current(ctx, i, page))
-				vm_insert_page(vma, addr & PAGE_MASK, page);
+				migt_map_page(vma, addr & PAGE_MASK, ctx, i, page);
 			unlock_page(page);
 		}
 		put_page(page);
@@ -286,7 +329,7 @@ again:
 		put_page(page);
 		goto again;
 	}
-	ret = vmf_insert_page(vma, vmf->address, page);
+	ret = migt_map_page(vma, vmf->address, ctx, index, page);
 	unlock_page(page);
 	put_page(page);
 	migt_count(MIGT_FAULTS);
@@ -319,6 +362,16 @@ static void migt_rollback(struct migt_ctx *ctx, pgoff_t index, struct page *old,
 	set_page_private(new, 0);
 }
 
+/* Step 4 for [index, index + nr): no pte maps the old pages afterwards. */
+static void migt_unmap(struct migt_ctx *ctx, pgoff_t index, pgoff_t nr)
+{
+	pgoff_t i;
+
+	unmap_mapping_pages(ctx->mapping, ctx->base + index, nr, false);
+	for (i = index; i < index + nr; i++)
+		xa_clear_mark(&ctx->pages, i, MIGT_MAPPED);
+}
+
 static void migt_block(struct migt_ctx *ctx, pgoff_t index)
 {
 	xa_lock(&ctx->pages);
@@ -333,13 +386,19 @@ static void migt_unblock(struct migt_ctx *ctx, pgoff_t index)
 	xa_unlock(&ctx->pages);
 }
 
-/* Step 5 condition: only the xarray and the migrator hold @old. */
-static bool migt_refs_dropped(struct page *old)
+/*
+ * Step 5: only the xarray and the migrator (or the core's isolation) hold
+ * @old: freeze its refcount so that no speculative reference appears while
+ * it is copied. The ptes hold none (VM_PFNMAP), and they are gone already.
+ */
+#define MIGT_EXPECTED_REFS	2
+
+static bool migt_freeze(struct page *old)
 {
-	return page_ref_count(old) == 2 && !page_mapped(old);
+	return page_ref_freeze(old, MIGT_EXPECTED_REFS);
 }
 
-/* Step 6: copy and hand the movable registration over to @new. */
+/* Step 6: copy, hand the movable registration over to @new, unfreeze. */
 static void migt_commit(struct page *old, struct page *new)
 {
 	copy_highpage(new, old);
@@ -347,6 +406,7 @@ static void migt_commit(struct page *old, struct page *new)
 	__SetPageMovable(new, &migt_mops);
 	__ClearPageMovable(old);
 	set_page_private(old, 0);
+	page_ref_unfreeze(old, MIGT_EXPECTED_REFS);
 }
 
 /* movable_operations: called by compaction, alloc_contig_range, offlining */
@@ -370,17 +430,28 @@ static int migt_migrate_page(struct page *dst, struct page *src,
 	/* src is locked and movable, so it is ours and in the page tree. */
 	if (xa_load(&ctx->pages, index) != src)
 		return -EAGAIN;
+	/*
+	 * Async compaction must not sleep, and unmapping takes i_mmap_rwsem:
+	 * a page that may be mapped waits for a synchronous pass. The mark is
+	 * stable here: it is set only under src's lock.
+	 */
+	if (mode == MIGRATE_ASYNC &&
+	    xa_get_mark(&ctx->pages, index, MIGT_MAPPED)) {
+		migt_count(MIGT_CORE_EAGAIN);
+		return -EAGAIN;
+	}
 
 	migt_own_page(ctx, index, dst);
 	migt_redirect(ctx, index, dst);
-	unmap_mapping_pages(ctx->mapping, ctx->base + index, 1, false);
+	if (mode != MIGRATE_ASYNC)
+		migt_unmap(ctx, index, 1);
 	/*
 	 * Expected: the xarray's reference and the isolation reference. The
 	 * core retries -EAGAIN up to ten passes over its whole list, so with
 	 * many pages held elsewhere each wait adds up: a pending signal (an
 	 * interrupted offline, a killed compacting task) stops waiting.
 	 */
-	while (!migt_refs_dropped(src)) {
+	while (!migt_freeze(src)) {
 		if (tries-- <= 0 || signal_pending(current)) {
 			migt_rollback(ctx, index, src, dst);
 			wake_up_all(&ctx->wq);
@@ -525,13 +596,21 @@ static void migt_alloc_done(struct migt_alloc *a)
 struct migt_slot {
 	pgoff_t index;
 	struct page *old, *new;
+	bool frozen;
 	int err;
 };
 
+/*
+ * Failed addresses wait in @fail_buf until the batch has released its
+ * pages (see "No user memory is touched while a page is locked").
+ */
 struct migt_result {
 	struct migrate_test_migrate *req;
 	unsigned long addr0;		/* user address of offset 0 */
 	u64 __user *failed_addrs;
+	u64 *fail_buf;			/* MIGRATE_TEST_MAX_BATCH entries */
+	unsigned int nr_buf;		/* entries in fail_buf */
+	u64 nr_copied;			/* entries already at failed_addrs */
 };
 
 static void migt_fail(struct migt_result *res, pgoff_t index, int err)
@@ -539,12 +618,26 @@ static void migt_fail(struct migt_result *res, pgoff_t index, int err)
 	struct migrate_test_migrate *req = res->req;
 
 	if (res->failed_addrs && req->failed < req->failed_cap)
-		put_user((u64)(res->addr0 + (index << PAGE_SHIFT)),
-			 res->failed_addrs + req->failed);
+		res->fail_buf[res->nr_buf++] = res->addr0 + (index << PAGE_SHIFT);
 	if (!req->first_error)
 		req->first_error = err;
 	req->failed++;
 	migt_count(MIGT_FAILED);
+}
+
+/* Called with no page locked and nothing MIGT_BUSY. */
+static int migt_flush_failed(struct migt_result *res)
+{
+	size_t bytes = res->nr_buf * sizeof(u64);
+
+	if (!res->nr_buf)
+		return 0;
+	if (copy_to_user(res->failed_addrs + res->nr_copied, res->fail_buf,
+			 bytes))
+		return -EFAULT;
+	res->nr_copied += res->nr_buf;
+	res->nr_buf = 0;
+	return 0;
 }
 
 /*
@@ -614,8 +707,13 @@ static int migt_migrate_batch(struct migt_ctx *ctx, struct migt_result *res,
 	if (req->target == MIGRATE_TEST_TARGET_RANGE)
 		migt_fill_pool(a, batch);
 
-	/* Step 1: lock the old pages. */
+	/*
+	 * Step 1: lock the old pages. Each offset taken either fails now or
+	 * fills a slot that may fail later: keep room for both in fail_buf.
+	 */
 	for (; index < end && n < batch; index++) {
+		if (n + res->nr_buf >= MIGRATE_TEST_MAX_BATCH)
+			break;
 		old = migt_lock_old(ctx, index, n == 0, &err);
 		if (!old) {
 			if (err) {
@@ -636,6 +734,7 @@ static int migt_migrate_batch(struct migt_ctx *ctx, struct migt_result *res,
 		slots[n].index = index;
 		slots[n].old = old;
 		slots[n].new = NULL;
+		slots[n].frozen = false;
 		slots[n].err = 0;
 		n++;
 		/* Faults now sleep instead of retrying on the locked page. */
@@ -673,17 +772,27 @@ static int migt_migrate_batch(struct migt_ctx *ctx, struct migt_result *res,
 			migt_redirect(ctx, slots[i].index, slots[i].new);
 
 	/* Step 4: unmap the old pages, one TLB flush for the batch. */
-	unmap_mapping_pages(ctx->mapping, ctx->base + slots[0].index,
-			    slots[n - 1].index - slots[0].index + 1, false);
+	migt_unmap(ctx, slots[0].index, slots[n - 1].index - slots[0].index + 1);
 
-	/* Step 5: wait for the references to drop, with a timeout. */
+	/*
+	 * Step 5: freeze each old page once the other references are gone,
+	 * with a timeout. A frozen page is out of the xarray already, so only
+	 * speculative get_page_unless_zero() users can meet it, and they fail.
+	 */
 	deadline = jiffies + timeout;
 	for (;;) {
 		pending = 0;
-		for (i = 0; i < n; i++)
-			if (!slots[i].err && !migt_refs_dropped(slots[i].old))
+		for (i = 0; i < n; i++) {
+			struct migt_slot *s = &slots[i];
+
+			if (s->err || s->frozen)
+				continue;
+			s->frozen = migt_freeze(s->old);
+			if (!s->frozen)
 				pending++;
-		if (!pending || time_after(jiffies, deadline))
+		}
+		if (!pending || time_after(jiffies, deadline) ||
+		    fatal_signal_pending(current))
 			break;
 		usleep_range(50, 100);
 	}
@@ -694,7 +803,7 @@ static int migt_migrate_batch(struct migt_ctx *ctx, struct migt_result *res,
 
 		if (s->err)
 			continue;
-		if (!migt_refs_dropped(s->old)) {
+		if (!s->frozen) {
 			s->err = -ETIMEDOUT;
 			migt_rollback(ctx, s->index, s->old, s->new);
 			migt_count(MIGT_RB_TIMEOUT);
@@ -812,6 +921,8 @@ static long migt_ioctl_migrate(struct file *file, void __user *uarg)
 	batch = req.batch ?: clamp(default_batch, 1U, MIGRATE_TEST_MAX_BATCH);
 	timeout = msecs_to_jiffies(req.timeout_ms ?: min(ref_timeout_ms, 60000U));
 	res.failed_addrs = u64_to_user_ptr(req.failed_addrs);
+	if (!access_ok(res.failed_addrs, (u64)req.failed_cap * sizeof(u64)))
+		return -EFAULT;
 	req.migrated = 0;
 	req.skipped = 0;
 	req.failed = 0;
@@ -824,8 +935,12 @@ static long migt_ioctl_migrate(struct file *file, void __user *uarg)
 
 	slots = kmalloc_array(MIGRATE_TEST_MAX_BATCH, sizeof(*slots),
 			      GFP_KERNEL);
-	if (!slots)
-		return -ENOMEM;
+	res.fail_buf = kmalloc_array(MIGRATE_TEST_MAX_BATCH,
+				     sizeof(*res.fail_buf), GFP_KERNEL);
+	if (!slots || !res.fail_buf) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
 	end = first + (req.len >> PAGE_SHIFT);
 	mutex_lock(&ctx->migrate_lock);
 	for (cursor = first; cursor < end; ) {
@@ -835,14 +950,19 @@ static long migt_ioctl_migrate(struct file *file, void __user *uarg)
 		}
 		migt_migrate_batch(ctx, &res, &a, slots, &cursor, end, batch,
 				   timeout);
+		/* Nothing is locked now: failed_addrs may be in our mapping. */
+		ret = migt_flush_failed(&res);
+		if (ret)
+			break;
 		cond_resched();
 	}
 	mutex_unlock(&ctx->migrate_lock);
 	migt_alloc_done(&a);
-	kfree(slots);
-
 	if (copy_to_user(uarg, &req, sizeof(req)))
-		return -EFAULT;
+		ret = -EFAULT;
+out_free:
+	kfree(res.fail_buf);
+	kfree(slots);
 	return ret;
 }
 
@@ -859,6 +979,8 @@ static long migt_ioctl_query(struct file *file, void __user *uarg)
 
 	if (copy_from_user(&q, uarg, sizeof(q)))
 		return -EFAULT;
+	if (q.flags)
+		return -EINVAL;
 	ret = migt_translate(file, q.addr, q.len, &first, &addr0);
 	if (ret)
 		return ret;
@@ -945,22 +1067,50 @@ out:
 	return ret;
 }
 
+static u64 migt_stat(enum migt_stat s)
+{
+	return atomic64_read(&migt_stats[s]);
+}
+
 static long migt_ioctl_stats(void __user *uarg)
 {
 	struct migrate_test_stats *st;
-	u64 *v;
 	int i, ret = 0;
 
 	st = kzalloc(sizeof(*st), GFP_KERNEL);
 	if (!st)
 		return -ENOMEM;
-	v = &st->pages;
-	for (i = 0; i < MIGT_NR_STATS; i++)
-		v[i] = atomic64_read(&migt_stats[i]);
+	if (copy_from_user(st, uarg, sizeof(*st))) {
+		ret = -EFAULT;
+		goto out;
+	}
+	if (st->flags || st->reserved) {
+		ret = -EINVAL;
+		goto out;
+	}
+	memset(st, 0, sizeof(*st));
+	st->pages = migt_stat(MIGT_PAGES);
+	st->faults = migt_stat(MIGT_FAULTS);
+	st->fault_waits = migt_stat(MIGT_FAULT_WAITS);
+	st->fault_retries = migt_stat(MIGT_FAULT_RETRIES);
+	st->allocated = migt_stat(MIGT_ALLOCATED);
+	st->freed = migt_stat(MIGT_FREED);
+	st->migrated = migt_stat(MIGT_MIGRATED);
+	st->failed = migt_stat(MIGT_FAILED);
+	st->rollback_timeout = migt_stat(MIGT_RB_TIMEOUT);
+	st->rollback_nomem = migt_stat(MIGT_RB_NOMEM);
+	st->core_isolated = migt_stat(MIGT_CORE_ISOLATED);
+	st->core_migrated = migt_stat(MIGT_CORE_MIGRATED);
+	st->core_eagain = migt_stat(MIGT_CORE_EAGAIN);
+	st->core_putback = migt_stat(MIGT_CORE_PUTBACK);
+	st->contig_allocs = migt_stat(MIGT_CONTIG_ALLOCS);
+	BUILD_BUG_ON(MIGT_NR_STATS != 15);	/* one line above per counter */
+	BUILD_BUG_ON(ARRAY_SIZE(st->hist_ns) != ARRAY_SIZE(migt_hist));
 	for (i = 0; i < MIGRATE_TEST_HIST_BUCKETS; i++)
 		st->hist_ns[i] = atomic64_read(&migt_hist[i]);
 	if (copy_to_user(uarg, st, sizeof(*st)))
 		ret = -EFAULT;
+out:
 	kfree(st);
 	return ret;
 }
@@ -1007,7 +1157,8 @@ static int migt_mmap(struct file *file, struct vm_area_struct *vma)
 	    vma_pages(vma) > MIGRATE_TEST_MAX_PAGES - vma->vm_pgoff)
 		return -EINVAL;
 	vma->vm_pgoff += ctx->base;
-	vma->vm_flags |= VM_MIXEDMAP | VM_DONTEXPAND | VM_DONTDUMP;
+	/* See "The mapping is VM_PFNMAP" at the top. */
+	vma->vm_flags |= VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP;
 	vma->vm_ops = &migt_vm_ops;
 	vma->vm_private_data = ctx;
 	return 0;

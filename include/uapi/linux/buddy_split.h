@@ -34,11 +34,14 @@
 struct buddy_split_alloc {
 	__u32 type;		/* in: BUDDY_SPLIT_*RECLAIMABLE */
 	__u32 order;		/* in: 0..BUDDY_SPLIT_MAX_ORDER-1 */
+	__u32 flags;		/* in: must be 0 */
+	__u32 reserved;		/* must be 0 */
 	__u64 pfn;		/* out: first page frame of the block */
 };
 
 struct buddy_split_free {
 	__u64 pfn;		/* in: as returned by ALLOC */
+	__u64 flags;		/* in: must be 0 */
 };
 
 /*
@@ -53,6 +56,8 @@ struct buddy_split_workload {
 	__u32 max_order;			/* in */
 	__u32 mix[BUDDY_SPLIT_NR_TYPES];	/* in */
 	__u32 lifetime[BUDDY_SPLIT_NR_TYPES];	/* in */
+	__u32 flags;				/* in: must be 0 */
+	__u32 reserved;				/* must be 0 */
 	__u64 allocs[BUDDY_SPLIT_NR_TYPES];	/* out */
 	__u64 fails[BUDDY_SPLIT_NR_TYPES];	/* out */
 	__u64 frees;				/* out */
@@ -103,6 +108,7 @@ struct buddy_split_info {
 	__u64 bitmap_bytes;
 	__u64 bitmap_reallocs;
 	__u64 reclaimed_pages;
+	__u64 reserved[4];	/* out: 0 (room for new fields) */
 };
 
 /*
@@ -117,7 +123,11 @@ struct buddy_split_hold {
 	__u64 pages;		/* in: pages to take; out: pages taken */
 };
 
-#define BUDDY_SPLIT_IOC_MAGIC	0xb5
+/*
+ * 0xBE: unclaimed in Documentation/userspace-api/ioctl/ioctl-number.rst
+ * (6.1 and upstream); 0xB5 belongs to rpmsg.
+ */
+#define BUDDY_SPLIT_IOC_MAGIC	0xBE
 
 #define BUDDY_SPLIT_IOC_ALLOC	_IOWR(BUDDY_SPLIT_IOC_MAGIC, 0x01, struct buddy_split_alloc)
 #define BUDDY_SPLIT_IOC_FREE	_IOW(BUDDY_SPLIT_IOC_MAGIC, 0x02, struct buddy_split_free)

@@ -40,7 +40,12 @@ struct migrate_test_migrate {
 	__u32 timeout_ms;	/* reference wait per batch; 0: module default */
 	__u32 batch;		/* pages per batch, 1..MAX_BATCH; 0: default */
 	__u32 failed_cap;	/* entries available at failed_addrs */
-	__u64 failed_addrs;	/* user pointer to __u64[failed_cap], or 0 */
+	/*
+	 * failed_addrs: user pointer to __u64[failed_cap], or 0. It may point
+	 * into this very mapping; it is written after each batch (-EFAULT if
+	 * it cannot be).
+	 */
+	__u64 failed_addrs;
 	/* out */
 	__u64 migrated;		/* pages moved */
 	__u64 skipped;		/* not populated, or already on target */
@@ -56,6 +61,7 @@ struct migrate_test_query {
 	__u64 pfns;		/* user pointer to __u64[len / page size] */
 	/* out: pfns[i] = pfn of the page, or ~0ULL if not populated */
 	__u64 populated;
+	__u64 flags;		/* in: must be 0 */
 };
 
 /* Fault injection on the pages of [addr, addr + len). */
@@ -75,6 +81,8 @@ struct migrate_test_inject {
 
 /* Global counters since module load. */
 struct migrate_test_stats {
+	__u32 flags;		/* in: must be 0 */
+	__u32 reserved;		/* in: must be 0; out: 0 */
 	__u64 pages;		/* driver pages alive now */
 	__u64 faults;		/* faults that mapped a page */
 	__u64 fault_waits;	/* faults that waited for a migration */
@@ -95,9 +103,14 @@ struct migrate_test_stats {
 	 * commit), ns: bucket i counts [2^i, 2^(i+1)) ns.
 	 */
 	__u64 hist_ns[MIGRATE_TEST_HIST_BUCKETS];
+	__u64 reserved2[8];	/* out: 0 (room for new counters) */
 };
 
-#define MIGRATE_TEST_IOC_MAGIC	'M'
+/*
+ * 0xBD: unclaimed in Documentation/userspace-api/ioctl/ioctl-number.rst
+ * (6.1 and upstream), where 'M' belongs to mtd and others.
+ */
+#define MIGRATE_TEST_IOC_MAGIC	0xBD
 #define MIGRATE_TEST_IOC_MIGRATE \
 	_IOWR(MIGRATE_TEST_IOC_MAGIC, 1, struct migrate_test_migrate)
 #define MIGRATE_TEST_IOC_QUERY \
@@ -105,7 +118,7 @@ struct migrate_test_stats {
 #define MIGRATE_TEST_IOC_INJECT \
 	_IOWR(MIGRATE_TEST_IOC_MAGIC, 3, struct migrate_test_inject)
 #define MIGRATE_TEST_IOC_STATS \
-	_IOR(MIGRATE_TEST_IOC_MAGIC, 4, struct migrate_test_stats)
+	_IOWR(MIGRATE_TEST_IOC_MAGIC, 4, struct migrate_test_stats)
 #define MIGRATE_TEST_IOC_RESET_STATS \
 	_IO(MIGRATE_TEST_IOC_MAGIC, 5)
 

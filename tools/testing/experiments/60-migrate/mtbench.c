@@ -200,7 +200,7 @@ static void load_block_nodes(void)
 /* Every page of the mapping is on @node (checked through QUERY). */
 static void check_nodes(int fd, void *buf, size_t npages, int node)
 {
-	struct migrate_test_query q;
+	struct migrate_test_query q = { 0 };
 	uint64_t *pfns = calloc(npages, 8);
 	size_t i;
 	long b;
@@ -246,7 +246,7 @@ static void drv_setup(struct drv *d, size_t npages, unsigned int batch)
 
 static void drv_move(struct drv *d, size_t npages, int r, int to)
 {
-	struct migrate_test_stats st0, st1;
+	struct migrate_test_stats st0 = { 0 }, st1 = { 0 };
 	struct migrate_test_migrate m;
 	uint64_t t, tt;
 	int i;

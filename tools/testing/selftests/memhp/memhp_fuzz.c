@@ -831,6 +831,7 @@ static void fuzz_migrate_test(int fd, const char *dev)
 	struct migrate_test_migrate m, m0;
 	struct migrate_test_inject inj;
 	struct migrate_test_query q;
+	struct migrate_test_stats st;
 	uint64_t pfns[16], pfns2[16];
 	unsigned char *map, *other;
 	int fd2, i;
@@ -897,6 +898,18 @@ static void fuzz_migrate_test(int fd, const char *dev)
 	MIG("away section ~0", section, ~0ULL);
 	MIG("away section 1 << 40", section, 1ULL << 40);
 #undef MIG
+	m = m0;
+	m.failed_cap = 4;
+	m.failed_addrs = 0xffff888000000000ULL;
+	do_ioctl(fd, dev, "MIGRATE failed_addrs kernel address", MIGRATE_TEST_IOC_MIGRATE,
+		 &m, EFAULT);
+	st = (struct migrate_test_stats){ .flags = 1 };
+	do_ioctl(fd, dev, "STATS flags 1", MIGRATE_TEST_IOC_STATS, &st, EINVAL);
+	st = (struct migrate_test_stats){ .reserved = 1 };
+	do_ioctl(fd, dev, "STATS reserved 1", MIGRATE_TEST_IOC_STATS, &st, EINVAL);
+	q = (struct migrate_test_query){ .addr = (uintptr_t)map, .len = len,
+					 .pfns = (uintptr_t)pfns2, .flags = 1 };
+	do_ioctl(fd, dev, "QUERY flags 1", MIGRATE_TEST_IOC_QUERY, &q, EINVAL);
 	q = (struct migrate_test_query){ .addr = (uintptr_t)map, .len = 0,
 					 .pfns = (uintptr_t)pfns2 };
 	do_ioctl(fd, dev, "QUERY len 0", MIGRATE_TEST_IOC_QUERY, &q, EINVAL);
@@ -967,7 +980,7 @@ static void fuzz_buddy_split(int fd, const char *dev)
 	struct buddy_split_workload w, w0;
 	struct buddy_split_section s;
 	struct buddy_split_alloc a;
-	struct buddy_split_free f;
+	struct buddy_split_free f = { 0 };
 	struct buddy_split_reset r;
 	struct buddy_split_bench b;
 	struct buddy_split_hold h;
@@ -999,6 +1012,13 @@ static void fuzz_buddy_split(int fd, const char *dev)
 	do_ioctl(fd, dev, "ALLOC order 11", BUDDY_SPLIT_IOC_ALLOC, &a, EINVAL);
 	a = (struct buddy_split_alloc){ .order = ~0U };
 	do_ioctl(fd, dev, "ALLOC order ~0", BUDDY_SPLIT_IOC_ALLOC, &a, EINVAL);
+	a = (struct buddy_split_alloc){ .flags = 1 };
+	do_ioctl(fd, dev, "ALLOC flags 1", BUDDY_SPLIT_IOC_ALLOC, &a, EINVAL);
+	a = (struct buddy_split_alloc){ .reserved = 1 };
+	do_ioctl(fd, dev, "ALLOC reserved 1", BUDDY_SPLIT_IOC_ALLOC, &a, EINVAL);
+	f = (struct buddy_split_free){ .pfn = pfn, .flags = 1 };
+	do_ioctl(fd, dev, "FREE flags 1", BUDDY_SPLIT_IOC_FREE, &f, EINVAL);
+	f.flags = 0;
 	for (i = 1; i < 8; i++) {
 		f.pfn = pfn + i;
 		do_ioctl(fd, dev, "FREE inside a live block", BUDDY_SPLIT_IOC_FREE, &f, ENOENT);
@@ -1028,6 +1048,8 @@ static void fuzz_buddy_split(int fd, const char *dev)
 	WL("max_order 11", max_order, BUDDY_SPLIT_MAX_ORDER);
 	WL("max_order ~0", max_order, ~0U);
 	WL("mix sum 99", mix[0], 49);
+	WL("flags 1", flags, 1);
+	WL("reserved 1", reserved, 1);
 	WL("mix sum 101", mix[0], 51);
 	WL("mix sum wrapping 2^32 + 100", mix[0], 0xffffffffU - 49);
 	WL("lifetime 2^30 + 1", lifetime[1], (1U << 30) + 1);

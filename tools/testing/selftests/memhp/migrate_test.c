@@ -91,6 +91,7 @@ static int inject(int fd, void *addr, size_t len, unsigned int kind)
 
 static int get_stats(int fd, struct migrate_test_stats *st)
 {
+	memset(st, 0, sizeof(*st));	/* flags and reserved: in, must be 0 */
 	return ioctl(fd, MIGRATE_TEST_IOC_STATS, st) ? -errno : 0;
 }
 
