@@ -83,7 +83,7 @@ done < <(
 			echo "$(readlink -f "$SHIM_DEV")/$a"
 		done
 	fi
-	for d in sparse_hotplug buddy_split pfn_bench virtio_mem_shim migrate_test; do
+	for d in sparse_hotplug buddy_split pfn_lookup virtio_mem_shim migrate_test; do
 		[ -d "$DEBUGFS/$d" ] && find "$DEBUGFS/$d" -type f ! -name provoke_warning
 	done
 )

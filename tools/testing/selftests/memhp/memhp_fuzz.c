@@ -272,7 +272,7 @@ static bool target_size_valid(const char *s, size_t len, const char *dir)
 	return !unit || (x % unit == 0 && x <= cap);
 }
 
-/* pfn_bench run: "LOOKUPS [REPS]", 1..10^8 and 1..31. */
+/* pfn_lookup run: "LOOKUPS [REPS]", 1..10^8 and 1..31. */
 static bool bench_run_valid(const char *s, size_t len)
 {
 	unsigned long long a, r = 5;

@@ -1,14 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# pfn_lookup (mm/pfn_bench.c): the debugfs interface rejects bad input with
+# pfn_lookup (mm/pfn_lookup_main.c): the debugfs interface rejects bad input with
 # the documented errno and changes nothing; a small run finds the right
 # struct page with every method; the module cannot be unloaded while a run
 # is in progress, a killed run ends with -EINTR, and it unloads cleanly.
 
 . "$(dirname "$0")/lib.sh"
 
-D=/sys/kernel/debug/pfn_bench
+D=/sys/kernel/debug/pfn_lookup
 
 memhp_require_guest
 ktap_print_header

@@ -137,7 +137,7 @@ ktap_test_result "buddy_split: unload gives back the arena and the held pages (M
 
 # --- pfn_lookup -------------------------------------------------------------
 memhp_load pfn_lookup
-(echo "100000000 31" > /sys/kernel/debug/pfn_bench/run) 2>/dev/null &
+(echo "100000000 31" > /sys/kernel/debug/pfn_lookup/run) 2>/dev/null &
 PIDS+=($!)
 sleep 2
 ok=0
@@ -268,7 +268,7 @@ cycle()
 	"$LOADGEN" once-migrate 2 > /dev/null || return 1
 	"$LOADGEN" once-buddy > /dev/null || return 1
 	if [ $(($1 % 10)) = 0 ]; then
-		echo "1000 1" > /sys/kernel/debug/pfn_bench/run || return 1
+		echo "1000 1" > /sys/kernel/debug/pfn_lookup/run || return 1
 		if [ -n "$iso" ]; then
 			s=/sys/kernel/sparse_hotplug/sections/section$iso/state
 			echo isolate > "$s" 2>/dev/null && echo release > "$s"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * pfn_bench: time pfn -> struct page lookups in the running kernel.
+ * pfn_lookup: time pfn -> struct page lookups in the running kernel.
  *
  * Methods, all over the same ring of random pfns drawn uniformly from the
  * pages of the valid memory sections:
@@ -18,7 +18,7 @@
  *                      memmap, so find() + offset gives the struct page.
  * Every method's result is checked against pfn_to_page() before timing.
  *
- * debugfs (root only), /sys/kernel/debug/pfn_bench/:
+ * debugfs (root only), /sys/kernel/debug/pfn_lookup/:
  *   run      write "LOOKUPS [REPS]": 1..100000000 lookups, 1..31 repetitions
  *            (default 5); -EINVAL/-ERANGE on bad input, -EBUSY during a
  *            run, -EINTR if the writer is killed. Blocks while it runs.
@@ -77,8 +77,8 @@ struct pfn_result {
 	unsigned long mismatches;
 };
 
-/* Everything below is protected by pfn_bench_lock. */
-static DEFINE_MUTEX(pfn_bench_lock);
+/* Everything below is protected by pfn_lookup_lock. */
+static DEFINE_MUTEX(pfn_lookup_lock);
 static struct pfn_result results[M_NR];
 static unsigned long res_lookups;
 static unsigned int res_reps;
@@ -87,7 +87,7 @@ static size_t index_bytes[SECTAB_NR_KINDS];
 static size_t desc_bytes[SECTAB_NR_KINDS];
 static unsigned long nr_segs[SECTAB_NR_KINDS];
 
-static struct dentry *pfn_bench_dir;
+static struct dentry *pfn_lookup_dir;
 
 /* One valid section, for drawing pfns. */
 struct pfn_section {
@@ -283,7 +283,7 @@ static int time_one(int m, struct sectab *t, const unsigned long *ring,
 	return 0;
 }
 
-static int pfn_bench_run(unsigned long lookups, unsigned int reps)
+static int pfn_lookup_run(unsigned long lookups, unsigned int reps)
 {
 	struct sectab *tabs[SECTAB_NR_KINDS] = { };
 	static u64 times[M_NR][PFN_BENCH_MAX_REPS];
@@ -397,10 +397,10 @@ static ssize_t run_write(struct file *file, const char __user *ubuf,
 	    reps > PFN_BENCH_MAX_REPS)
 		return -ERANGE;
 
-	if (!mutex_trylock(&pfn_bench_lock))
+	if (!mutex_trylock(&pfn_lookup_lock))
 		return -EBUSY;
-	ret = pfn_bench_run(lookups, reps);
-	mutex_unlock(&pfn_bench_lock);
+	ret = pfn_lookup_run(lookups, reps);
+	mutex_unlock(&pfn_lookup_lock);
 	return ret ? ret : count;
 }
 
@@ -430,7 +430,7 @@ static int results_show(struct seq_file *s, void *unused)
 {
 	int m;
 
-	mutex_lock(&pfn_bench_lock);
+	mutex_lock(&pfn_lookup_lock);
 	if (!res_lookups) {
 		seq_puts(s, "no run yet: echo LOOKUPS [REPS] > run\n");
 		goto out;
@@ -452,7 +452,7 @@ static int results_show(struct seq_file *s, void *unused)
 		seq_printf(s, " %10lu\n", results[m].mismatches);
 	}
 out:
-	mutex_unlock(&pfn_bench_lock);
+	mutex_unlock(&pfn_lookup_lock);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(results);
@@ -461,7 +461,7 @@ static int layout_show(struct seq_file *s, void *unused)
 {
 	int k;
 
-	mutex_lock(&pfn_bench_lock);
+	mutex_lock(&pfn_lookup_lock);
 	seq_printf(s, "valid sections now: %lu (%lu pages per section)\n",
 		   collect_sections(NULL, 0), PAGES_PER_SECTION);
 	if (res_lookups) {
@@ -472,30 +472,30 @@ static int layout_show(struct seq_file *s, void *unused)
 				   sectab_kind_name(k), nr_segs[k],
 				   index_bytes[k], desc_bytes[k]);
 	}
-	mutex_unlock(&pfn_bench_lock);
+	mutex_unlock(&pfn_lookup_lock);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(layout);
 
-static int __init pfn_bench_init(void)
+static int __init pfn_lookup_init(void)
 {
-	pfn_bench_dir = debugfs_create_dir("pfn_bench", NULL);
-	if (IS_ERR(pfn_bench_dir))
-		return PTR_ERR(pfn_bench_dir);
-	debugfs_create_file("run", 0200, pfn_bench_dir, NULL, &run_fops);
-	debugfs_create_file("results", 0400, pfn_bench_dir, NULL,
+	pfn_lookup_dir = debugfs_create_dir("pfn_lookup", NULL);
+	if (IS_ERR(pfn_lookup_dir))
+		return PTR_ERR(pfn_lookup_dir);
+	debugfs_create_file("run", 0200, pfn_lookup_dir, NULL, &run_fops);
+	debugfs_create_file("results", 0400, pfn_lookup_dir, NULL,
 			    &results_fops);
-	debugfs_create_file("layout", 0400, pfn_bench_dir, NULL,
+	debugfs_create_file("layout", 0400, pfn_lookup_dir, NULL,
 			    &layout_fops);
 	return 0;
 }
 
-static void __exit pfn_bench_exit(void)
+static void __exit pfn_lookup_exit(void)
 {
-	debugfs_remove_recursive(pfn_bench_dir);
+	debugfs_remove_recursive(pfn_lookup_dir);
 }
 
-module_init(pfn_bench_init);
-module_exit(pfn_bench_exit);
+module_init(pfn_lookup_init);
+module_exit(pfn_lookup_exit);
 MODULE_DESCRIPTION("pfn -> struct page lookup benchmark: vmemmap, mem_section, section tables");
 MODULE_LICENSE("GPL");
