@@ -36,9 +36,10 @@
  * non-LRU movable page in ZONE_MOVABLE would never return (GUP tries to
  * migrate it out of the zone, cannot isolate it as an LRU page and retries
  * forever: check_and_migrate_movable_pages()). So O_DIRECT, vmsplice,
- * process_vm_readv/writev and io_uring fixed buffers get -EFAULT, and
- * madvise(MADV_DONTNEED, MADV_PAGEOUT) -EINVAL; copy_to/from_user (read(),
- * write(), ioctl arguments) fault the pages in as any access does.
+ * process_vm_readv/writev, io_uring fixed buffers and process-shared
+ * futexes get -EFAULT, and madvise(MADV_DONTNEED, MADV_PAGEOUT) -EINVAL;
+ * copy_to/from_user (read(), write(), ioctl arguments) fault the pages in
+ * as any access does, and ptrace comes through migt_access().
  *
  * Locking rules
  * -------------
@@ -52,13 +53,13 @@
  *   faults sleep through the allocation too.
  * - A pte mapping P is installed only by migt_fault() (for the faulting
  *   page or, fault-around, a neighbour) while it holds P's lock and has
- *   seen entry == P and !MIGT_BUSY, and it sets MIGT_MAPPED on the entry
- *   first. A migrator redirects the entry and then unmaps, both under P's
- *   lock, so no pte of P survives a migration and no new one can appear;
- *   it clears MIGT_MAPPED after the unmap. fork() copies ptes of a marked
- *   entry only (dup_mmap() puts the child after the parent in i_mmap, so
- *   an unmap that races with it zaps the copy too). munmap() and exit do
- *   not clear the mark: MIGT_MAPPED set means "may be mapped".
+ *   seen entry == P and !MIGT_BUSY. A migrator redirects the entry and
+ *   then unmaps, both under P's lock, so no pte of P survives a migration
+ *   and no new one can appear. The ptes hold no reference, so the unmap is
+ *   what keeps a freed page out of user space: every migration unmaps,
+ *   whatever its mode. fork() copies the ptes, and dup_mmap() puts the
+ *   child after the parent in i_mmap, so an unmap that races with it zaps
+ *   the copy too.
  * - migt_fault() never sleeps on a page lock while holding a page reference
  *   (that reference would make the migrator time out): it trylocks; if the
  *   entry is MIGT_BUSY it drops its reference and sleeps on ctx->wq until the
@@ -69,10 +70,11 @@
  *   (inside unmap_mapping_pages) -> page table lock; xa_lock is innermost
  *   and never held across anything that sleeps. The MIGRATE ioctl does not
  *   take mmap_lock except to translate its address range.
- *   ctx->migrate_lock serializes the MIGRATE calls of one open file and
+ *   ctx->migrate_lock serializes the MIGRATE batches of one open file and
  *   ctx->inject_lock its INJECT calls; neither is taken by faults or by
- *   the core callbacks, and INJECT may run while a MIGRATE waits (e.g. to
- *   drop a held reference).
+ *   the core callbacks, INJECT may run while a MIGRATE waits (e.g. to
+ *   drop a held reference), and no user memory is touched under either
+ *   (a fault on it may take mmap_lock or stall in userfaultfd).
  * - No user memory is touched while a page is locked or MIGT_BUSY: a
  *   user address may lie in this very mapping, and its fault would wait
  *   for the migration that waits for it. The MIGRATE ioctl collects the
@@ -87,9 +89,12 @@
  *   page is out of the xarray, so nobody takes a new reference with
  *   get_page(); page_ref_freeze() keeps speculative get_page_unless_zero()
  *   users (pfn walkers) away while it is copied.
- * - MIGRATE_ASYNC (async compaction) must not sleep: the core callback then
- *   refuses a page whose entry is MIGT_MAPPED (unmapping takes
- *   i_mmap_rwsem) and does not wait for references.
+ * - MIGRATE_ASYNC (async compaction) must not wait: the core callback then
+ *   tries the freeze once instead of polling for references. It still
+ *   unmaps, and so may sleep on i_mmap_rwsem, as the core itself does for
+ *   mapped LRU pages in async mode (try_to_migrate() sets no try_lock, so
+ *   rmap_walk_file() takes i_mmap_rwsem); async mode only avoids waiting
+ *   for page locks, writeback and references.
  * - Page state: page->private = ctx, page->index = offset in the file;
  *   page->mapping holds migt_mops (PAGE_MAPPING_MOVABLE) while the page is
  *   in the xarray. Pages leave the xarray only under their lock, after
@@ -131,7 +136,6 @@
 
 #define MIGT_BUSY		XA_MARK_0	/* entry under migration */
 #define MIGT_FAIL_ALLOC	XA_MARK_1	/* injected: allocation fails */
-#define MIGT_MAPPED	XA_MARK_2	/* a pte may map the page */
 
 #define MIGT_ID_SHIFT	20		/* log2(MIGRATE_TEST_MAX_PAGES) */
 #define MIGT_MAX_IDS	BIT(16)
@@ -153,7 +157,7 @@ struct migt_ctx {
 	pgoff_t base;			/* first page offset of this file */
 	int id;
 	wait_queue_head_t wq;		/* faults waiting for MIGT_BUSY to clear */
-	struct mutex migrate_lock;	/* MIGRATE calls of this file */
+	struct mutex migrate_lock;	/* MIGRATE batches of this file */
 	struct mutex inject_lock;	/* INJECT calls (ctx->held) */
 };
 
@@ -248,16 +252,10 @@ static vm_fault_t migt_populate(struct migt_ctx *ctx, pgoff_t index)
 	return 0;
 }
 
-/*
- * Map @page (locked, current at @index) at @addr: a special pte, no page
- * reference. MIGT_MAPPED is set first, so a migrator that later holds the
- * page lock knows it has to unmap.
- */
+/* Map @page (locked, current) at @addr: a special pte, no page reference. */
 static vm_fault_t migt_map_page(struct vm_area_struct *vma, unsigned long addr,
-				struct migt_ctx *ctx, pgoff_t index,
 				struct page *page)
 {
-	xa_set_mark(&ctx->pages, index, MIGT_MAPPED);
 	return vmf_insert_pfn(vma, addr, page_to_pfn(page));
 }
 
@@ -284,11 +282,26 @@ static void migt_fault_around(struct vm_fault *vmf, struct migt_ctx *ctx,
 			continue;
 		if (trylock_page(page)) {
 			if (migt_page_current(ctx, i, page))
-				migt_map_page(vma, addr & PAGE_MASK, ctx, i, page);
+				migt_map_page(vma, addr & PAGE_MASK, page);
 			unlock_page(page);
 		}
 		put_page(page);
 	}
+}
+
+/*
+ * A fatal signal came while the fault waited for a migration. NOPAGE would
+ * make a kernel access (copy_to_user) fault again at once, in a loop until
+ * the migration ends; RETRY with mmap_lock dropped lets the arch fault
+ * handler see the signal (a kernel access then fails with -EFAULT).
+ */
+static vm_fault_t migt_fault_dying(struct vm_fault *vmf)
+{
+	if (!(vmf->flags & FAULT_FLAG_ALLOW_RETRY) ||
+	    (vmf->flags & FAULT_FLAG_RETRY_NOWAIT))
+		return VM_FAULT_NOPAGE;
+	mmap_read_unlock(vmf->vma->vm_mm);
+	return VM_FAULT_RETRY;
 }
 
 static vm_fault_t migt_fault(struct vm_fault *vmf)
@@ -316,7 +329,7 @@ again:
 			if (wait_event_killable(ctx->wq,
 						!xa_get_mark(&ctx->pages, index,
 							     MIGT_BUSY)))
-				return VM_FAULT_NOPAGE;
+				return migt_fault_dying(vmf);
 			goto again;
 		}
 		/* Locked by the core migration code: fault again. */
@@ -329,7 +342,7 @@ again:
 		put_page(page);
 		goto again;
 	}
-	ret = migt_map_page(vma, vmf->address, ctx, index, page);
+	ret = migt_map_page(vma, vmf->address, page);
 	unlock_page(page);
 	put_page(page);
 	migt_count(MIGT_FAULTS);
@@ -338,8 +351,62 @@ again:
 	return ret;
 }
 
+/*
+ * ptrace and /proc/pid/mem: GUP refuses the mapping, so access_remote_vm()
+ * comes here (as TTM's ttm_bo_vm_access() does for its buffers). Copies
+ * within one page under that page's lock, with the same rules as a fault.
+ */
+static int migt_access(struct vm_area_struct *vma, unsigned long addr,
+		       void *buf, int len, int write)
+{
+	struct migt_ctx *ctx = vma->vm_private_data;
+	pgoff_t index = vma->vm_pgoff - ctx->base +
+			((addr - vma->vm_start) >> PAGE_SHIFT);
+	unsigned int off = offset_in_page(addr);
+	struct page *page;
+	void *kaddr;
+
+	if (index >= MIGRATE_TEST_MAX_PAGES)
+		return -EIO;
+	len = min_t(int, len, PAGE_SIZE - off);
+	for (;;) {
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		page = migt_get_entry(ctx, index);
+		if (!page) {
+			if (migt_populate(ctx, index))
+				return -ENOMEM;
+			continue;
+		}
+		if (trylock_page(page)) {
+			if (migt_page_current(ctx, index, page))
+				break;
+			unlock_page(page);
+			put_page(page);
+			continue;
+		}
+		/* Being migrated: wait without holding a reference. */
+		put_page(page);
+		if (wait_event_killable(ctx->wq,
+					!xa_get_mark(&ctx->pages, index,
+						     MIGT_BUSY)))
+			return -EINTR;
+		cond_resched();
+	}
+	kaddr = kmap_local_page(page);
+	if (write)
+		memcpy(kaddr + off, buf, len);
+	else
+		memcpy(buf, kaddr + off, len);
+	kunmap_local(kaddr);
+	unlock_page(page);
+	put_page(page);
+	return len;
+}
+
 static const struct vm_operations_struct migt_vm_ops = {
 	.fault = migt_fault,
+	.access = migt_access,
 };
 
 /* Step 3: point the entry at @new (locked) and block accesses. */
@@ -362,14 +429,14 @@ static void migt_rollback(struct migt_ctx *ctx, pgoff_t index, struct page *old,
 	set_page_private(new, 0);
 }
 
-/* Step 4 for [index, index + nr): no pte maps the old pages afterwards. */
+/*
+ * Step 4 for [index, index + nr): no pte maps the old pages afterwards.
+ * Pages of the range that are not being migrated are unmapped too; they
+ * fault back in.
+ */
 static void migt_unmap(struct migt_ctx *ctx, pgoff_t index, pgoff_t nr)
 {
-	pgoff_t i;
-
 	unmap_mapping_pages(ctx->mapping, ctx->base + index, nr, false);
-	for (i = index; i < index + nr; i++)
-		xa_clear_mark(&ctx->pages, i, MIGT_MAPPED);
 }
 
 static void migt_block(struct migt_ctx *ctx, pgoff_t index)
@@ -430,21 +497,10 @@ static int migt_migrate_page(struct page *dst, struct page *src,
 	/* src is locked and movable, so it is ours and in the page tree. */
 	if (xa_load(&ctx->pages, index) != src)
 		return -EAGAIN;
-	/*
-	 * Async compaction must not sleep, and unmapping takes i_mmap_rwsem:
-	 * a page that may be mapped waits for a synchronous pass. The mark is
-	 * stable here: it is set only under src's lock.
-	 */
-	if (mode == MIGRATE_ASYNC &&
-	    xa_get_mark(&ctx->pages, index, MIGT_MAPPED)) {
-		migt_count(MIGT_CORE_EAGAIN);
-		return -EAGAIN;
-	}
 
 	migt_own_page(ctx, index, dst);
 	migt_redirect(ctx, index, dst);
-	if (mode != MIGRATE_ASYNC)
-		migt_unmap(ctx, index, 1);
+	migt_unmap(ctx, index, 1);
 	/*
 	 * Expected: the xarray's reference and the isolation reference. The
 	 * core retries -EAGAIN up to ten passes over its whole list, so with
@@ -596,7 +652,7 @@ static void migt_alloc_done(struct migt_alloc *a)
 struct migt_slot {
 	pgoff_t index;
 	struct page *old, *new;
-	bool frozen;
+	bool committed;
 	int err;
 };
 
@@ -734,7 +790,7 @@ static int migt_migrate_batch(struct migt_ctx *ctx, struct migt_result *res,
 		slots[n].index = index;
 		slots[n].old = old;
 		slots[n].new = NULL;
-		slots[n].frozen = false;
+		slots[n].committed = false;
 		slots[n].err = 0;
 		n++;
 		/* Faults now sleep instead of retrying on the locked page. */
@@ -775,9 +831,11 @@ static int migt_migrate_batch(struct migt_ctx *ctx, struct migt_result *res,
 	migt_unmap(ctx, slots[0].index, slots[n - 1].index - slots[0].index + 1);
 
 	/*
-	 * Step 5: freeze each old page once the other references are gone,
-	 * with a timeout. A frozen page is out of the xarray already, so only
-	 * speculative get_page_unless_zero() users can meet it, and they fail.
+	 * Steps 5-6: freeze each old page once the other references are gone
+	 * and commit it at once (the page stays frozen only while it is
+	 * copied), with a timeout. A frozen page is out of the xarray already,
+	 * so only speculative get_page_unless_zero() users can meet it, and
+	 * they fail.
 	 */
 	deadline = jiffies + timeout;
 	for (;;) {
@@ -785,11 +843,14 @@ static int migt_migrate_batch(struct migt_ctx *ctx, struct migt_result *res,
 		for (i = 0; i < n; i++) {
 			struct migt_slot *s = &slots[i];
 
-			if (s->err || s->frozen)
+			if (s->err || s->committed)
 				continue;
-			s->frozen = migt_freeze(s->old);
-			if (!s->frozen)
+			if (migt_freeze(s->old)) {
+				migt_commit(s->old, s->new);
+				s->committed = true;
+			} else {
 				pending++;
+			}
 		}
 		if (!pending || time_after(jiffies, deadline) ||
 		    fatal_signal_pending(current))
@@ -797,20 +858,18 @@ static int migt_migrate_batch(struct migt_ctx *ctx, struct migt_result *res,
 		usleep_range(50, 100);
 	}
 
-	/* Steps 6-7: copy and commit, or roll back. */
+	/* The rest: roll back. */
 	for (i = 0; i < n; i++) {
 		struct migt_slot *s = &slots[i];
 
-		if (s->err)
+		if (s->err || s->committed)
 			continue;
-		if (!s->frozen) {
-			s->err = -ETIMEDOUT;
-			migt_rollback(ctx, s->index, s->old, s->new);
-			migt_count(MIGT_RB_TIMEOUT);
-			continue;
-		}
-		migt_commit(s->old, s->new);
+		s->err = -ETIMEDOUT;
+		migt_rollback(ctx, s->index, s->old, s->new);
+		migt_count(MIGT_RB_TIMEOUT);
 	}
+
+	/* Step 7 */
 	for (i = 0; i < n; i++) {
 		struct migt_slot *s = &slots[i];
 
@@ -921,7 +980,8 @@ static long migt_ioctl_migrate(struct file *file, void __user *uarg)
 	batch = req.batch ?: clamp(default_batch, 1U, MIGRATE_TEST_MAX_BATCH);
 	timeout = msecs_to_jiffies(req.timeout_ms ?: min(ref_timeout_ms, 60000U));
 	res.failed_addrs = u64_to_user_ptr(req.failed_addrs);
-	if (!access_ok(res.failed_addrs, (u64)req.failed_cap * sizeof(u64)))
+	if (req.failed_cap &&
+	    !access_ok(res.failed_addrs, (u64)req.failed_cap * sizeof(u64)))
 		return -EFAULT;
 	req.migrated = 0;
 	req.skipped = 0;
@@ -942,21 +1002,24 @@ static long migt_ioctl_migrate(struct file *file, void __user *uarg)
 		goto out_free;
 	}
 	end = first + (req.len >> PAGE_SHIFT);
-	mutex_lock(&ctx->migrate_lock);
 	for (cursor = first; cursor < end; ) {
-		if (fatal_signal_pending(current)) {
+		if (mutex_lock_killable(&ctx->migrate_lock)) {
 			ret = -EINTR;
 			break;
 		}
 		migt_migrate_batch(ctx, &res, &a, slots, &cursor, end, batch,
 				   timeout);
+		mutex_unlock(&ctx->migrate_lock);
 		/* Nothing is locked now: failed_addrs may be in our mapping. */
 		ret = migt_flush_failed(&res);
 		if (ret)
 			break;
+		if (fatal_signal_pending(current)) {
+			ret = -EINTR;
+			break;
+		}
 		cond_resched();
 	}
-	mutex_unlock(&ctx->migrate_lock);
 	migt_alloc_done(&a);
 	if (copy_to_user(uarg, &req, sizeof(req)))
 		ret = -EFAULT;

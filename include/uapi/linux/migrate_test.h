@@ -43,7 +43,7 @@ struct migrate_test_migrate {
 	/*
 	 * failed_addrs: user pointer to __u64[failed_cap], or 0. It may point
 	 * into this very mapping; it is written after each batch (-EFAULT if
-	 * it cannot be).
+	 * it cannot be; its content is then undefined).
 	 */
 	__u64 failed_addrs;
 	/* out */
@@ -59,9 +59,9 @@ struct migrate_test_query {
 	__u64 addr;		/* page aligned */
 	__u64 len;		/* page aligned, > 0 */
 	__u64 pfns;		/* user pointer to __u64[len / page size] */
+	__u64 flags;		/* in: must be 0 */
 	/* out: pfns[i] = pfn of the page, or ~0ULL if not populated */
 	__u64 populated;
-	__u64 flags;		/* in: must be 0 */
 };
 
 /* Fault injection on the pages of [addr, addr + len). */
