@@ -144,21 +144,52 @@ static int run_bounded(const char *what, int (*fn)(void *), void *arg,
 		       unsigned int secs)
 {
 	double t0 = now();
+	char line[512];
+	pid_t pid, got;
+	FILE *out;
 	int status;
-	pid_t pid;
+	size_t n;
 
 	if (counts)
 		__atomic_add_fetch(&counts->ran, 1, __ATOMIC_RELAXED);
+	/*
+	 * The child writes to a file, copied out once it ended: a child
+	 * stuck for good must not hold the runner's output pipe open (the
+	 * runner would wait for its end forever).
+	 */
+	out = tmpfile();
 	fflush(stdout);
 	pid = fork();
 	if (pid < 0)
 		return HU_DIED;
 	if (!pid) {
+		if (out) {
+			dup2(fileno(out), STDOUT_FILENO);
+			dup2(fileno(out), STDERR_FILENO);
+		}
 		alarm(secs);
 		_exit(fn(arg) & 0xff);
 	}
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
+	/* Up to the bound (the child's alarm) and 5 s more, then SIGKILL. */
+	while (!(got = waitpid(pid, &status, WNOHANG)) && now() - t0 < secs + 5)
+		usleep(10000);
+	if (!got) {
+		kill(pid, SIGKILL);
+		while (!(got = waitpid(pid, &status, WNOHANG)) && now() - t0 < secs + 10)
+			usleep(10000);
+	}
+	if (out) {
+		fflush(out);
+		rewind(out);
+		while ((n = fread(line, 1, sizeof(line), out)) > 0)
+			fwrite(line, 1, n, stdout);
+		fclose(out);
+	}
+	if (got <= 0) {
+		ksft_print_msg("%s: did not return within %u s, still running %.1f s after, even after SIGKILL\n",
+			       what, secs, now() - t0);
+		return HU_TIMEOUT;
+	}
 	if (WIFSIGNALED(status)) {
 		ksft_print_msg("%s: %s after %.1f s (bound %u s)\n", what,
 			       WTERMSIG(status) == SIGALRM ?
@@ -479,7 +510,9 @@ static int odirect_open(void)
 		return -1;
 	}
 	close(fd);
-	snprintf(cmd, sizeof(cmd), "losetup -f --show %s 2>/dev/null", loopfile);
+	/* /dev/loop-control exists only once the loop module is loaded. */
+	snprintf(cmd, sizeof(cmd),
+		 "modprobe -q loop; losetup -f --show %s 2>/dev/null", loopfile);
 	p = popen(cmd, "r");
 	if (!p)
 		return -1;

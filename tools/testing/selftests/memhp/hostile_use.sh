@@ -85,14 +85,18 @@ done
 # returned after SECS (it is then killed with SIGKILL and left behind).
 bounded()
 {
-	local secs=$1 pid ticks=0
+	local secs=$1 pid ticks=0 rc out="$TMP/bounded.out"
 
 	shift
-	"$@" &
+	# Into a file: a command stuck for good must not hold the runner's
+	# output pipe open.
+	"$@" > "$out" 2>&1 &
 	pid=$!
 	while ! pid_gone "$pid"; do
 		if [ $ticks -ge $((secs * 10)) ]; then
 			kill -9 "$pid" 2>/dev/null
+			cat "$out"
+			mv "$out" "$TMP/bounded.$pid.stuck"
 			ktap_print_msg "'$*' did not return within $secs s"
 			return 124
 		fi
@@ -100,6 +104,10 @@ bounded()
 		ticks=$((ticks + 1))
 	done
 	wait "$pid"
+	rc=$?
+	cat "$out"
+	rm -f "$out"
+	return $rc
 }
 
 # The debugfs and sysfs directories of a module.
@@ -270,7 +278,7 @@ ok=0; unload pfn_lookup && ok=1
 unload_case pfn_lookup idle $ok
 
 memhp_load pfn_lookup
-(echo "100000000 31" > $DEBUG/pfn_bench/run) 2>/dev/null &
+(echo "100000000 31" > $DEBUG/pfn_bench/run) > /dev/null 2>&1 &
 PIDS+=($!)
 sleep 2
 ok=0
@@ -347,14 +355,14 @@ if [ -n "$iso" ]; then
 	(while :; do
 		echo isolate > "$SHP/section$iso/state"
 		echo release > "$SHP/section$iso/state"
-	done) 2>/dev/null &
+	done) > /dev/null 2>&1 &
 	PIDS+=($!)
 fi
 if [ -n "$cyc" ]; then
 	(while :; do
 		echo offline > "$SHP/section$cyc/state"
 		echo online > "$SHP/section$cyc/state"
-	done) 2>/dev/null &
+	done) > /dev/null 2>&1 &
 	PIDS+=($!)
 fi
 sleep 3
