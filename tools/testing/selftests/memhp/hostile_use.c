@@ -79,6 +79,20 @@ struct hu_counts {
 static struct hu_counts *counts;
 static pid_t main_pid;
 
+/*
+ * The kselftest runner leaves its own descriptors open in the test (3:
+ * its status pipe, 4: the log, a reopened /dev/stdout). A child stuck for
+ * good would keep them, and a console port opens only once: the next
+ * test's runner could not open its log (EBUSY). Close them.
+ */
+static void __attribute__((constructor)) hu_close_inherited(void)
+{
+	int fd;
+
+	for (fd = 3; fd < 64; fd++)
+		close(fd);
+}
+
 static void __attribute__((constructor)) hu_counts_init(void)
 {
 	counts = mmap(NULL, sizeof(*counts), PROT_READ | PROT_WRITE,

@@ -91,9 +91,10 @@ bounded()
 	local secs=$1 pid ticks=0 rc out="$TMP/bounded.out"
 
 	shift
-	# Into a file: a command stuck for good must not hold the runner's
-	# output pipe open.
-	"$@" > "$out" 2>&1 &
+	# Into a file, and without the kselftest runner's descriptors (3, 4:
+	# a reopened /dev/stdout): a command stuck for good must hold neither
+	# the runner's output pipe nor its log (a console port opens once).
+	"$@" > "$out" 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
 	pid=$!
 	while ! pid_gone "$pid"; do
 		if [ $ticks -ge $((secs * 10)) ]; then
