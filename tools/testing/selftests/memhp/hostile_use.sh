@@ -54,6 +54,7 @@ PAIRS_RAN=0
 UNLOAD_BOUND=120
 READ_BOUND=60
 
+T0=$(date +%s)
 memhp_require_guest
 ktap_print_header
 ktap_set_plan $((STATES * (READERS + 1)))
@@ -581,5 +582,6 @@ for i in range(20000):
 	set_auto_online offline
 fi
 
-ktap_print_msg "figures: $PAIRS_RAN object x operation pairs ran ($STATES module states: unload, then $READERS readers each)"
+ktap_print_msg "figures: $PAIRS_RAN object x operation pairs ran (of $STATES module states: unload," \
+	"then $READERS readers each) in $(($(date +%s) - T0)) s"
 ktap_finished
