@@ -31,6 +31,9 @@
  *   the test takes the expected result from the VMA's VmFlags (smaps "pf":
  *   EINVAL; otherwise 0, and the data stays since the pages are the
  *   driver's and are mapped again on the next fault).
+ *   /proc/self/mem (ptrace's access_remote_vm()): works, through the
+ *   driver's vm_ops->access. A process-shared futex in the mapping:
+ *   EFAULT (get_futex_key() uses GUP).
  *   munmap/MADV_DONTNEED racing a MIGRATE loop: all return, the data of
  *   the pages still mapped intact.
  *   MIGRATE with failed_addrs inside its own mapping, and every ioctl's
@@ -646,6 +649,62 @@ TEST_F(hu, buffered_read_write_copy)
 
 	EXPECT_EQ(run_bounded("buffered write() from / read() into the mapping",
 			      op_buffered, &o, BOUND), 0);
+}
+
+/* --- ptrace's path: /proc/self/mem (access_remote_vm -> vm_ops->access) ----- */
+
+/*
+ * GUP refuses the mapping, so /proc/PID/mem, ptrace(PEEKDATA) and gdb go
+ * through the driver's vm_ops->access: reads see the data, writes land.
+ */
+static int op_proc_mem(void *arg)
+{
+	struct op *o = arg;
+	uint64_t w, want = word_of(o->seed, 3), mark = 0x5eed5eed5eed5eedULL;
+	int fd = open("/proc/self/mem", O_RDWR), ret = HU_OK;
+
+	if (fd < 0)
+		return errno;
+	if (pread(fd, &w, 8, (off_t)(uintptr_t)(o->buf + 24)) != 8)
+		ret = errno ? errno : EIO;
+	else if (w != want)
+		ret = HU_DATA;
+	else if (pwrite(fd, &mark, 8, (off_t)(uintptr_t)(o->buf + psz + 8)) != 8)
+		ret = errno ? errno : EIO;
+	else if (((uint64_t *)(o->buf + psz))[1] != mark)
+		ret = HU_DATA;
+	close(fd);
+	return ret;
+}
+
+TEST_F(hu, proc_self_mem_read_write)
+{
+	struct op o = { .fd = self->fd, .buf = self->buf, .len = self->len,
+			.seed = 1 };
+
+	EXPECT_EQ(run_bounded("/proc/self/mem read and write of the mapping",
+			      op_proc_mem, &o, BOUND), 0);
+}
+
+/* --- GUP: a process-shared futex in the mapping -------------------------------- */
+
+/* get_futex_key() pins the page with GUP: EFAULT, at once. */
+static int op_futex(void *arg)
+{
+	struct op *o = arg;
+	uint32_t *uaddr = (uint32_t *)(o->buf + 2 * psz);
+
+	if (syscall(SYS_futex, uaddr, 1 /* FUTEX_WAKE */, 1, NULL, NULL, 0) >= 0)
+		return HU_UNEXPECTED;
+	return errno;
+}
+
+TEST_F(hu, shared_futex_efault)
+{
+	struct op o = { .fd = self->fd, .buf = self->buf, .len = self->len };
+
+	EXPECT_EQ(run_bounded("FUTEX_WAKE (process-shared) in the mapping",
+			      op_futex, &o, BOUND), EFAULT);
 }
 
 /* --- GUP: vmsplice ----------------------------------------------------------- */
