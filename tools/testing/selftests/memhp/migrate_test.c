@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Selftests of /dev/migrate_test (mm/migrate_test.c): user memory backed by
+ * Selftests of /dev/migrate_test (mm/migrate_test_*.c): user memory backed by
  * driver-owned movable pages, migrated by the driver's MIGRATE ioctl and by
  * the kernel (memory offlining) through the driver's movable_operations.
  * Run by migrate_test.sh, which loads and unloads the module.
