@@ -12,7 +12,8 @@
  *   /sys/kernel/sparse_hotplug/probe, remove        hidden RAM (ranges=)
  *   /sys/kernel/sparse_hotplug/sections/sectionN/
  *	start_pfn nr_pages block state zone nid offline_report
- *   /sys/kernel/debug/sparse_hotplug/sections, events
+ *   /sys/kernel/debug/sparse_hotplug/sections, events, restarts,
+ *	hold_ref (selftest_refs=1), provoke_warning (selftest_warn=1)
  *   tracepoints sparse_hotplug:* (sparse_hotplug_trace.h)
  *
  * Documentation/admin-guide/sparse_hotplug.rst is the user's guide and
@@ -114,6 +115,11 @@ module_param(selftest_warn, bool, 0444);
 MODULE_PARM_DESC(selftest_warn,
 		 "Create debugfs sparse_hotplug/provoke_warning, which WARNs when written (tests that the VM runner catches kernel warnings)");
 
+static bool selftest_refs;
+module_param(selftest_refs, bool, 0444);
+MODULE_PARM_DESC(selftest_refs,
+		 "Create debugfs sparse_hotplug/hold_ref, which holds an extra reference on an isolated section's first page (tests offlining with an unexpected reference)");
+
 static char *ranges;
 module_param(ranges, charp, 0444);
 MODULE_PARM_DESC(ranges,
@@ -165,6 +171,9 @@ static struct page *shp_online_page(unsigned long pfn)
 
 static DEFINE_MUTEX(shp_isolate_lock);
 static DEFINE_XARRAY(shp_isolated);
+
+/* The section whose first page hold_ref holds a reference of, or -1. */
+static long shp_held_ref = -1;
 
 static unsigned long shp_iso_state(unsigned long nr)
 {
@@ -243,6 +252,40 @@ out:
 	return ret;
 }
 
+/*
+ * hold_ref's reference is taken and dropped like ours, without put_page():
+ * dropped while its section is DROPPED, the page's count reaches 0 and the
+ * offline in progress can skip it.
+ */
+static void shp_drop_held_ref_locked(void)
+{
+	lockdep_assert_held(&shp_isolate_lock);
+	if (shp_held_ref < 0)
+		return;
+	page_ref_dec(pfn_to_page(section_nr_to_pfn(shp_held_ref)));
+	shp_held_ref = -1;
+}
+
+/* hold_ref: N takes the reference on HELD section N, -1 drops it. */
+static int shp_hold_ref(long nr)
+{
+	int ret = 0;
+
+	mutex_lock(&shp_isolate_lock);
+	if (nr < 0) {
+		shp_drop_held_ref_locked();
+	} else if (shp_held_ref >= 0) {
+		ret = -EBUSY;
+	} else if (shp_iso_state(nr) != SHP_ISO_HELD) {
+		ret = -EINVAL;
+	} else {
+		page_ref_inc(pfn_to_page(section_nr_to_pfn(nr)));
+		shp_held_ref = nr;
+	}
+	mutex_unlock(&shp_isolate_lock);
+	return ret;
+}
+
 /* Gives an isolated section back: -EINVAL if not isolated, -EBUSY if offlining. */
 static int shp_release_locked(unsigned long nr)
 {
@@ -257,6 +300,8 @@ static int shp_release_locked(unsigned long nr)
 	default:
 		return -EINVAL;
 	}
+	if (shp_held_ref == nr)
+		shp_drop_held_ref_locked();
 	shp_mark_offline(pfn, PAGES_PER_SECTION, false);
 	free_contig_range(pfn, PAGES_PER_SECTION);
 	adjust_managed_page_count(pfn_to_page(pfn), PAGES_PER_SECTION);
@@ -274,42 +319,73 @@ static int shp_release(unsigned long nr)
 	return ret;
 }
 
+/*
+ * MEM_GOING_OFFLINE of the HELD section @nr, as virtio_mem's fake-offline
+ * does: count its pages in to the managed pages the core is about to
+ * subtract, and drop our reference of every page (refcount 0 PageOffline
+ * pages are skipped by offlining). A page still referenced afterwards has
+ * a reference that is not ours (a speculative get_page() on a stale
+ * pointer, or selftest_refs' hold_ref); we keep going, so that
+ * shp_fake_offline_cancel() is the exact inverse, and report it. The core
+ * then finds that page unmovable (scan_movable_pages(): PageOffline with
+ * a reference) and cancels the offline with -EBUSY.
+ */
+static void shp_fake_offline_going(unsigned long nr)
+{
+	unsigned long pfn = section_nr_to_pfn(nr);
+	struct page *first = NULL;
+	unsigned long i, busy = 0;
+
+	lockdep_assert_held(&shp_isolate_lock);
+	adjust_managed_page_count(pfn_to_page(pfn), PAGES_PER_SECTION);
+	for (i = 0; i < PAGES_PER_SECTION; i++) {
+		struct page *page = pfn_to_page(pfn + i);
+
+		if (!page_ref_dec_and_test(page) && !busy++)
+			first = page;
+	}
+	if (busy) {
+		pr_warn("section %lu going offline: %lu isolated page(s) still referenced, first pfn %#lx\n",
+			nr, busy, page_to_pfn(first));
+		dump_page(first, "sparse_hotplug: isolated page referenced");
+	}
+}
+
+/* MEM_CANCEL_OFFLINE of the DROPPED section @nr: the inverse of the above. */
+static void shp_fake_offline_cancel(unsigned long nr)
+{
+	unsigned long pfn = section_nr_to_pfn(nr);
+	unsigned long i;
+
+	lockdep_assert_held(&shp_isolate_lock);
+	for (i = 0; i < PAGES_PER_SECTION; i++)
+		page_ref_inc(pfn_to_page(pfn + i));
+	adjust_managed_page_count(pfn_to_page(pfn), -(long)PAGES_PER_SECTION);
+}
+
 /* Memory notifier part: isolated sections of [start_pfn, +nr_pages). */
 static void shp_isolated_notify(unsigned long action, unsigned long start_pfn,
 				unsigned long nr_pages)
 {
 	unsigned long first = pfn_to_section_nr(start_pfn);
 	unsigned long last = pfn_to_section_nr(start_pfn + nr_pages - 1);
-	unsigned long nr, pfn, i;
+	unsigned long nr;
 	void *entry;
 
 	mutex_lock(&shp_isolate_lock);
 	xa_for_each_range(&shp_isolated, nr, entry, first, last) {
-		pfn = section_nr_to_pfn(nr);
 		switch (action) {
 		case MEM_GOING_OFFLINE:
 			if (xa_to_value(entry) != SHP_ISO_HELD)
 				break;
-			/*
-			 * The core subtracts the whole block from the managed
-			 * pages on success: count ours in first. Refcount 0
-			 * PageOffline pages are skipped by offlining.
-			 */
-			adjust_managed_page_count(pfn_to_page(pfn),
-						  PAGES_PER_SECTION);
-			for (i = 0; i < PAGES_PER_SECTION; i++)
-				if (WARN_ON_ONCE(!page_ref_dec_and_test(pfn_to_page(pfn + i))))
-					break;
+			shp_fake_offline_going(nr);
 			xa_store(&shp_isolated, nr, xa_mk_value(SHP_ISO_DROPPED),
 				 GFP_KERNEL);
 			break;
 		case MEM_CANCEL_OFFLINE:
 			if (xa_to_value(entry) != SHP_ISO_DROPPED)
 				break;
-			for (i = 0; i < PAGES_PER_SECTION; i++)
-				page_ref_inc(pfn_to_page(pfn + i));
-			adjust_managed_page_count(pfn_to_page(pfn),
-						  -(long)PAGES_PER_SECTION);
+			shp_fake_offline_cancel(nr);
 			xa_store(&shp_isolated, nr, xa_mk_value(SHP_ISO_HELD),
 				 GFP_KERNEL);
 			break;
@@ -322,23 +398,48 @@ static void shp_isolated_notify(unsigned long action, unsigned long start_pfn,
 	mutex_unlock(&shp_isolate_lock);
 }
 
-/* Module exit: give everything back, after any offline in flight ended. */
+/*
+ * Module exit: give everything back, after any offline in flight ended.
+ * A DROPPED section belongs to an offline between MEM_GOING_OFFLINE and
+ * its end. When the block is one section (128 MiB blocks: machines below
+ * 64 GiB, our test guests) all its pages are ours and the offline ends at
+ * once: skipped, or -EBUSY for a page with another reference. A block of
+ * several sections can hold other pages, and offline_pages() retries their
+ * migration until it succeeds or, for a page that never moves, until a
+ * signal to the offlining task; a kernel thread (ACPI eject, virtio-mem)
+ * never gets one. So a signal to rmmod ends the wait too. The sections still DROPPED
+ * are then left to their offline: if it succeeds they go with the block;
+ * if it is cancelled after our notifier is gone, their pages stay
+ * PageOffline with refcount 0 and counted as managed (no longer ours,
+ * referring to nothing of the module) until the block goes offline.
+ */
 static void shp_release_all(void)
 {
-	unsigned long nr;
+	unsigned long nr, waited = 0;
 	void *entry;
 	bool busy;
 
-	do {
+	for (;;) {
 		busy = false;
 		mutex_lock(&shp_isolate_lock);
 		xa_for_each(&shp_isolated, nr, entry)
 			if (shp_release_locked(nr) == -EBUSY)
 				busy = true;
+		if (busy && signal_pending(current)) {
+			xa_for_each(&shp_isolated, nr, entry)
+				pr_warn("section %lu: stopped waiting for its offline (signal); its pages are left to it\n",
+					nr);
+			busy = false;
+		}
+		if (!busy)
+			shp_drop_held_ref_locked();
 		mutex_unlock(&shp_isolate_lock);
-		if (busy)
-			msleep(20);
-	} while (busy);
+		if (!busy)
+			break;
+		if (!(waited++ % 500))
+			pr_info("waiting for an offline of an isolated section to end (a signal to rmmod stops waiting)\n");
+		msleep_interruptible(20);
+	}
 	xa_destroy(&shp_isolated);
 }
 
@@ -1474,6 +1575,38 @@ static const struct file_operations shp_provoke_warning_fops = {
 	.llseek	= noop_llseek,
 };
 
+static ssize_t shp_hold_ref_read(struct file *file, char __user *ubuf,
+				 size_t count, loff_t *ppos)
+{
+	char buf[24];
+	int len;
+
+	len = scnprintf(buf, sizeof(buf), "%ld\n", READ_ONCE(shp_held_ref));
+	return simple_read_from_buffer(ubuf, count, ppos, buf, len);
+}
+
+static ssize_t shp_hold_ref_write(struct file *file, const char __user *ubuf,
+				  size_t count, loff_t *ppos)
+{
+	long nr;
+	int ret;
+
+	ret = kstrtol_from_user(ubuf, count, 0, &nr);
+	if (ret)
+		return ret;
+	if (nr < -1 || nr >= (long)NR_MEM_SECTIONS)
+		return -EINVAL;
+	ret = shp_hold_ref(nr);
+	return ret ? ret : count;
+}
+
+static const struct file_operations shp_hold_ref_fops = {
+	.owner	= THIS_MODULE,
+	.read	= shp_hold_ref_read,
+	.write	= shp_hold_ref_write,
+	.llseek	= default_llseek,
+};
+
 /* ---- module ------------------------------------------------------------- */
 
 static int __init sparse_hotplug_init(void)
@@ -1547,6 +1680,9 @@ static int __init sparse_hotplug_init(void)
 	if (selftest_warn)
 		debugfs_create_file("provoke_warning", 0200, shp_debugfs, NULL,
 				    &shp_provoke_warning_fops);
+	if (selftest_refs)
+		debugfs_create_file("hold_ref", 0600, shp_debugfs, NULL,
+				    &shp_hold_ref_fops);
 
 	pr_info("%lu sections of %lu MiB, %lu per memory block, %d hidden RAM range(s)\n",
 		shp_count_sections(),
