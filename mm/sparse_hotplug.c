@@ -57,19 +57,22 @@
  * Locking:
  * - shp_lock (mutex) protects shp_sections. The bus notifier runs with the
  *   device hotplug lock and mem_hotplug_lock held; it takes shp_lock and
- *   adds or removes kobjects. Removing a kobject waits for readers and
- *   writers of its attributes, so section attribute handlers never take
- *   shp_lock nor block on anything memory hotplug holds (they use the
- *   restart route above). Show functions read mem_section flags and struct
- *   pages of online sections racily, as /proc/zoneinfo-style readers do. A
- *   section's memmap is freed only after its block device is deleted, which
- *   is after our DEL handler removed its directory and drained its users.
- * - shp_isolate_lock (mutex) protects shp_isolated (section -> state) and
- *   the isolated pages. Taken by state stores (isolate/release, across
- *   alloc_contig_range, which needs no hotplug lock) and by the memory
- *   notifier (with mem_hotplug_lock held for write). Isolate and a
- *   concurrent offline exclude each other through pageblock isolation: the
- *   one that isolates the pageblocks second gets -EBUSY.
+ *   adds or removes kobjects, so nothing holds shp_lock for longer than
+ *   one section's work (the debugfs table drops it between sections).
+ *   Removing a kobject waits for readers and writers of its attributes,
+ *   so section attribute handlers never take shp_lock nor block on
+ *   anything memory hotplug holds (they use the restart route above).
+ *   Show functions read mem_section flags and struct pages of online
+ *   sections racily, as /proc/zoneinfo-style readers do. A section's
+ *   memmap is freed only after its block device is deleted, which is
+ *   after our DEL handler removed its directory and drained its users.
+ * - shp_isolate_lock (mutex) protects shp_isolated (section -> state),
+ *   the isolated pages and shp_held_ref. Taken by state stores
+ *   (isolate/release, across alloc_contig_range, which needs no hotplug
+ *   lock) and by the memory notifier (with mem_hotplug_lock held for
+ *   write). Isolate and a concurrent offline exclude each other through
+ *   pageblock isolation: the one that isolates the pageblocks second gets
+ *   -EBUSY.
  * - shp_probe_lock (mutex) protects shp_added (blocks added by probe); held
  *   across add_memory_driver_managed()/offline_and_remove_memory(), which
  *   take the device hotplug lock themselves. probe and remove are root
@@ -1231,6 +1234,7 @@ static int shp_sections_table_show(struct seq_file *m, void *v)
 {
 	struct shp_report *rep;
 	struct shp_section *sec;
+	const char *state;
 	char verdict[128];
 	unsigned long nr;
 	int i;
@@ -1243,20 +1247,30 @@ static int shp_sections_table_show(struct seq_file *m, void *v)
 		seq_printf(m, " %s", shp_class_names[i]);
 	seq_puts(m, " verdict\n");
 	/*
-	 * shp_lock keeps every listed section's block device, hence its
-	 * memmap, alive while we read it (removal waits in our DEL handler).
+	 * One section at a time under shp_lock, which keeps that section's
+	 * block device, hence its memmap, alive while we read it (removal
+	 * waits in our DEL handler). Dropped between sections: the bus
+	 * notifier, which a hot-add or removal calls holding the device
+	 * hotplug lock and mem_hotplug_lock, waits for one section's
+	 * classification at most, never for the whole table.
 	 */
-	mutex_lock(&shp_lock);
-	xa_for_each(&shp_sections, nr, sec) {
-		shp_section_report(nr, rep);
+	for (nr = 0; ; nr++) {
+		mutex_lock(&shp_lock);
+		sec = xa_find(&shp_sections, &nr, ULONG_MAX, XA_PRESENT);
+		if (sec) {
+			shp_section_report(nr, rep);
+			state = shp_section_state(nr);
+		}
+		mutex_unlock(&shp_lock);
+		if (!sec)
+			break;
 		shp_report_verdict(rep, verdict, sizeof(verdict));
-		seq_printf(m, "%lu %lu %s", nr, shp_block_of(nr),
-			   shp_section_state(nr));
+		seq_printf(m, "%lu %lu %s", nr, shp_block_of(nr), state);
 		for (i = 0; i < SHP_NR_CLASSES; i++)
 			seq_printf(m, " %lu", rep->count[i]);
 		seq_printf(m, " %s\n", verdict);
+		cond_resched();
 	}
-	mutex_unlock(&shp_lock);
 	kfree(rep);
 	return 0;
 }

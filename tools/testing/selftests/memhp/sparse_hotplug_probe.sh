@@ -33,6 +33,7 @@ cleanup()
 {
 	[ -n "$bt" ] && kill "$bt" 2>/dev/null
 	[ -n "$pin" ] && kill "$pin" 2>/dev/null
+	[ -n "$reader" ] && kill "$reader" 2>/dev/null
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -115,10 +116,25 @@ ktap_test_result "online then remove: MemTotal +128 MiB and back, block gone" ev
 	'[ $((m1 - m0)) -eq 131072 ] && [ "$r" = ok ] && [ "$(meminfo_kb MemTotal)" = "$m0" ] &&
 	 [ ! -e $MEMORY_SYSFS/memory$blk ] && ! grep -q sparse_hotplug /proc/iomem'
 
-# 6: 20 cycles over the hidden GiB, auto-onlined
+# 6: 20 cycles over the hidden GiB, auto-onlined, while the debugfs
+# section table is read in a loop (the table drops its lock between
+# sections, so the add and remove of blocks go on meanwhile)
 set_auto_online online_movable
 ok=1
 bs=$(block_size_bytes)
+TABLE=/sys/kernel/debug/sparse_hotplug/sections
+(
+	n=0
+	while [ ! -e "$tmp/stop" ]; do
+		cat $TABLE > "$tmp/table" || echo "read failed" >> "$tmp/table_errors"
+		awk 'NR == 1 && $1 != "section" { bad = 1 }
+		     NR > 1 && (NF < 17 || $1 !~ /^[0-9]+$/) { bad = 1 } END { exit bad }' "$tmp/table" ||
+			echo "malformed" >> "$tmp/table_errors"
+		n=$((n + 1))
+	done
+	echo $n > "$tmp/table_reads"
+) &
+reader=$!
 start=$(date +%s%N)
 for i in $(seq 0 19); do
 	addr=$((HIDDEN + (i % 8) * bs))
@@ -130,9 +146,14 @@ for i in $(seq 0 19); do
 	[ "$(meminfo_kb MemTotal)" = "$m0" ] || { ktap_print_msg "cycle $i: MemTotal $(meminfo_kb MemTotal) after remove"; ok=0; }
 done
 ktap_print_msg "20 cycles in $((($(date +%s%N) - start) / 1000000)) ms"
+touch "$tmp/stop"
+wait $reader
+reader=
+ktap_print_msg "table read $(cat "$tmp/table_reads") times meanwhile, errors: $(cat "$tmp/table_errors" 2>/dev/null | sort | uniq -c | tr '\n' ' ')"
 snapshot "$tmp/s2"
-ktap_test_result "20 probe/online/remove cycles, MemTotal restored each time" \
-	eval '[ $ok = 1 ] && cmp -s "$tmp/s0" "$tmp/s2"'
+ktap_test_result "20 probe/online/remove cycles, MemTotal restored each time, table read meanwhile" \
+	eval '[ $ok = 1 ] && cmp -s "$tmp/s0" "$tmp/s2" && [ ! -e "$tmp/table_errors" ] &&
+	      [ "$(cat "$tmp/table_reads")" -ge 1 ]'
 
 # 7: the event log has them all
 n=$(awk '!/^#/ && $3 >= 32 && $3 < 40 && $7 == "ok"' /sys/kernel/debug/sparse_hotplug/events | wc -l)
