@@ -107,7 +107,7 @@
 #include <linux/ktime.h>
 #include <linux/delay.h>
 #include <linux/sched/signal.h>
-#include <asm/pgtable.h>
+#include <linux/overflow.h>
 #include <asm/e820/api.h>
 
 #define CREATE_TRACE_POINTS
@@ -1373,15 +1373,21 @@ static struct shp_added *shp_find_added(u64 phys)
 	return NULL;
 }
 
+/*
+ * -EINVAL: not block aligned, or no block can start there (the end would
+ * wrap past 2^64); -ERANGE: not in ranges=; -EEXIST, -ENXIO, or what
+ * add_memory_driver_managed() says.
+ */
 static int shp_probe(u64 phys)
 {
 	u64 bs = memory_block_size_bytes();
 	struct shp_added *a;
+	u64 end;
 	int ret;
 
-	if (!IS_ALIGNED(phys, bs))
+	if (!IS_ALIGNED(phys, bs) || check_add_overflow(phys, bs, &end))
 		return -EINVAL;
-	if (!shp_in_ranges(phys, phys + bs))
+	if (!shp_in_ranges(phys, end))
 		return -ERANGE;
 	mutex_lock(&shp_probe_lock);
 	if (shp_find_added(phys) || present_section_nr(pfn_to_section_nr(PHYS_PFN(phys))) ||
@@ -1390,7 +1396,7 @@ static int shp_probe(u64 phys)
 		ret = -EEXIST;
 		goto out;
 	}
-	if (!shp_firmware_ram(phys, phys + bs)) {
+	if (!shp_firmware_ram(phys, end)) {
 		ret = -ENXIO;
 		goto out;
 	}

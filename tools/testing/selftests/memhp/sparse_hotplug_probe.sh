@@ -84,12 +84,18 @@ check probe $((HIDDEN + 4096)) "Invalid argument"
 check probe $((8 << 30)) "Numerical result out of range"
 check probe $((HIDDEN - (128 << 20))) "Numerical result out of range"
 check probe $BOOT_RAM "File exists"
+# the end of the block would wrap past 2^64, or no block starts there
+check probe 0xfffffffff8000000 "Invalid argument"
+check probe 0xfffffffffffff000 "Invalid argument"
+check probe 0xffffffffffffffff "Invalid argument"
+check probe 0xfffffffff0000000 "Numerical result out of range"
+check remove 0xfffffffff8000000 "No such file or directory"
 check probe $PCI_HOLE "No such device or address"
 check remove $HIDDEN "No such file or directory"
 check remove $BOOT_RAM "No such file or directory"
 check remove $((HIDDEN + 1)) "Invalid argument"
 snapshot "$tmp/s1"
-ktap_test_result "probe/remove errors: EINVAL, ERANGE, EEXIST, ENXIO, ENOENT; nothing changed" \
+ktap_test_result "probe/remove errors: EINVAL (also for an end past 2^64), ERANGE, EEXIST, ENXIO, ENOENT; nothing changed" \
 	eval '[ $ok = 1 ] && cmp -s "$tmp/s0" "$tmp/s1"'
 
 # 3: probe adds one offline block, named in /proc/iomem
