@@ -1468,36 +1468,49 @@ static void shp_block_blocked(u64 phys, char *buf, size_t size)
 
 /*
  * Unload: remove what we added. A block the offline report calls blocked,
- * or whose removal fails, stays added (its resource name is then leaked on
- * purpose) and the reason is logged: an exit function cannot fail rmmod.
+ * or whose removal fails, stays added as System RAM: an exit function
+ * cannot fail rmmod. Nothing of it refers to the module afterwards: the
+ * notifiers are gone, its isolated sections are given back by
+ * shp_release_all(), and the resource's name is kstrdup_const()'s heap
+ * copy (a module's literal is not kernel rodata), which then stays
+ * allocated on purpose (see sparse_hotplug_exit()). The blocks that stay
+ * are listed in one warning, after a line each saying why.
  */
 static bool shp_remove_all(void)
 {
 	struct shp_added *a, *tmp;
-	char why[128];
-	bool all = true;
-	int ret;
+	char why[128], stays[160] = "";
+	int ret, n = 0, len = 0;
 
 	mutex_lock(&shp_probe_lock);
 	list_for_each_entry_safe(a, tmp, &shp_added, list) {
 		shp_block_blocked(a->phys, why, sizeof(why));
 		if (why[0]) {
 			pr_warn("memory block at %#llx stays added: %s\n", a->phys, why);
-			all = false;
 		} else {
 			ret = offline_and_remove_memory(a->phys,
 							memory_block_size_bytes());
-			if (ret) {
-				pr_warn("memory block at %#llx stays added: offline_and_remove_memory: %d\n",
-					a->phys, ret);
-				all = false;
+			if (!ret) {
+				list_del(&a->list);
+				kfree(a);
+				continue;
 			}
+			pr_warn("memory block at %#llx stays added: offline_and_remove_memory: %d\n",
+				a->phys, ret);
 		}
+		n++;
+		/* The first few in probe order, then "...": one line. */
+		if (len < sizeof(stays) - 24)
+			len += scnprintf(stays + len, sizeof(stays) - len, " %#llx%s",
+					 a->phys, len < sizeof(stays) - 48 ? "" : " ...");
 		list_del(&a->list);
 		kfree(a);
 	}
+	if (n)
+		pr_warn("%d memory block(s) stay added as System RAM (sparse_hotplug):%s\n",
+			n, stays);
 	mutex_unlock(&shp_probe_lock);
-	return all;
+	return !n;
 }
 
 static ssize_t shp_hidden_ram_store(const char *buf, size_t count, bool add)

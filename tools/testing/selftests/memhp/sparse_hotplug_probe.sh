@@ -240,10 +240,13 @@ pin=$!
 wait_for 120 test -s "$tmp/pinned"
 cat "$tmp/pin.log"
 memhp_unload sparse_hotplug
-why=$(dmesg | grep "stays added" | tail -n1)
+why=$(dmesg | grep "stays added: " | tail -n1)
+stay=$(dmesg | grep "stay added as System RAM" | tail -n1)
 ktap_print_msg "${why#*] }"
-ktap_test_result "rmmod leaves a blocked probed block online, logging why" eval \
+ktap_print_msg "${stay#*] }"
+ktap_test_result "rmmod leaves a blocked probed block online, logging why and listing it" eval \
 	'[ -s "$tmp/pinned" ] && echo "$why" | grep -q "stays added: blocked: pfn" &&
+	 echo "$stay" | grep -q "1 memory block(s) stay added as System RAM (sparse_hotplug): $(printf %#x $HIDDEN)$" &&
 	 [ "$(block_state $blk)" = online ] && grep -q "System RAM (sparse_hotplug)" /proc/iomem'
 kill -USR1 $pin
 wait $pin
