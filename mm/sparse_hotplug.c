@@ -557,45 +557,28 @@ struct shp_report {
 };
 
 /*
- * The pfn holding the struct page of @pfn, or ULONG_MAX: the vmemmap is
- * mapped with 4K, 2M or 1G pages in the kernel page tables.
- */
-static unsigned long shp_memmap_backing_pfn(unsigned long pfn)
-{
-	unsigned long addr = (unsigned long)pfn_to_page(pfn);
-	unsigned int level;
-	pte_t *pte = lookup_address(addr, &level);
-
-	if (!pte || !pte_present(*pte))
-		return ULONG_MAX;
-	switch (level) {
-	case PG_LEVEL_4K:
-		return pte_pfn(*pte);
-	case PG_LEVEL_2M:
-		return pte_pfn(*pte) + ((addr & ~PMD_MASK) >> PAGE_SHIFT);
-	case PG_LEVEL_1G:
-		return pte_pfn(*pte) + ((addr & ~PUD_MASK) >> PAGE_SHIFT);
-	default:
-		return ULONG_MAX;
-	}
-}
-
-/*
- * Pages at the start of a hot-added block that hold the block's own memmap
- * (memory_hotplug.memmap_on_memory=1); offlining leaves them out.
+ * Pages of section @nr that hold its block's own memmap
+ * (memory_hotplug.memmap_on_memory=1): the block device knows how many lie
+ * at the block's start (struct memory_block::nr_vmemmap_pages, set when
+ * the block was added); offlining leaves them out. The caller keeps the
+ * block alive (see shp_section_report()).
  */
 static unsigned long shp_memmap_pages(unsigned long nr)
 {
-	unsigned long block_pfn, per_block;
+	unsigned long nr_vmemmap, skip;
+	struct device *dev;
+	char name[32];
 
-	if (nr % shp_sections_per_block)
+	snprintf(name, sizeof(name), "memory%lu", shp_block_of(nr));
+	dev = bus_find_device_by_name(shp_memory_bus, NULL, name);
+	if (!dev)
 		return 0;
-	block_pfn = section_nr_to_pfn(nr);
-	if (shp_memmap_backing_pfn(block_pfn) != block_pfn)
+	nr_vmemmap = container_of(dev, struct memory_block, dev)->nr_vmemmap_pages;
+	put_device(dev);
+	skip = (nr % shp_sections_per_block) * PAGES_PER_SECTION;
+	if (nr_vmemmap <= skip)
 		return 0;
-	per_block = PHYS_PFN(memory_block_size_bytes());
-	return min_t(unsigned long, PAGES_PER_SECTION,
-		     DIV_ROUND_UP(per_block * sizeof(struct page), PAGE_SIZE));
+	return min_t(unsigned long, nr_vmemmap - skip, PAGES_PER_SECTION);
 }
 
 /*
@@ -673,7 +656,11 @@ static enum shp_class shp_classify(unsigned long pfn, bool isolated,
 	return SHP_OTHER;
 }
 
-/* Fills @rep for section @nr; never sleeps long, takes no lock. */
+/*
+ * Fills @rep for section @nr; never sleeps long, takes none of our locks.
+ * The caller keeps the section's block device alive (shp_lock, an active
+ * reference on one of its attributes, or shp_probe_lock for our own block).
+ */
 static void shp_section_report(unsigned long nr, struct shp_report *rep)
 {
 	unsigned long pfn = section_nr_to_pfn(nr);

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# memhp-vm: --mem 3G --append mem=2G
+# memhp-vm: --mem 3G --append mem=2G --append memory_hotplug.memmap_on_memory=1
 #
 # sparse_hotplug's probe/remove of RAM hidden at boot. QEMU's pc machine
 # puts 2 GiB of a 3 GiB guest below 4 GiB and 1 GiB at [4 GiB, 5 GiB);
@@ -8,11 +8,13 @@
 # lists it as System RAM. The module is told ranges= that hidden RAM, a
 # non-RAM range (the PCI hole at 2 GiB) and a range of present boot RAM;
 # every error path must answer its errno and change nothing; 20
-# probe/online/remove cycles must each restore MemTotal; unloading removes
-# what probe added, except a block it cannot offline, which it leaves with
-# a logged reason (last test: it changes the guest for good); the
-# tracepoints count with perf and tools/bpftrace/online_latency.bt prints
-# histograms.
+# probe/online/remove cycles must each restore MemTotal, while the debugfs
+# section table is read in a loop; unloading removes what probe added,
+# except a block it cannot offline, which it leaves with a logged reason
+# (it changes the guest for good); the tracepoints count with perf and
+# tools/bpftrace/online_latency.bt prints histograms. Last, the guest
+# boots with memory_hotplug.memmap_on_memory=1: a 128 MiB pc-dimm holds its
+# own memmap, and the offline report counts exactly those pages.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -26,7 +28,7 @@ RANGES=$(printf '%#x-%#x,%#x-%#x,%#x-%#x' $HIDDEN $HIDDEN_END \
 
 memhp_require_guest
 ktap_print_header
-ktap_set_plan 14
+ktap_set_plan 15
 
 tmp=$(mktemp -d)
 cleanup()
@@ -251,4 +253,34 @@ ktap_test_result "rmmod leaves a blocked probed block online, logging why and li
 kill -USR1 $pin
 wait $pin
 pin=
+
+# 15: memmap_on_memory: a block-sized pc-dimm holds its own memmap
+# (mhp_supports_memmap_on_memory() wants exactly one block); the report
+# counts the block's nr_vmemmap_pages (block size / 4 KiB * 64 bytes of
+# struct page, in pages) as memmap_on_memory, the rest as usual, and the
+# block offlines.
+memhp_load sparse_hotplug || ktap_exit_fail_msg "cannot load sparse_hotplug"
+spb=$((bs / 0x$(cat $SHP/section_size_bytes)))
+memory_blocks > "$tmp/blocks1"
+want=$((bs / 4096 * 64 / 4096))
+ok=0
+if dimm_add mom-dimm0 mom-mem0 $bs && wait_new_blocks "$tmp/blocks1" "$tmp/new1" 1; then
+	d=$(cat "$tmp/new1")
+	sd=$((d * spb))
+	r=$(try_write $SHP/sections/section$sd/state online_movable)
+	rep=$SHP/sections/section$sd/offline_report
+	sed 's/^/# /' $rep
+	got=$(sed -n 's/^memmap_on_memory //p' $rep)
+	sum=$(awk '!/^verdict/ { s += $2 } END { print s }' $rep)
+	v=$(sed -n 's/^verdict //p' $rep)
+	r2=$(try_write $SHP/sections/section$sd/state offline)
+	ktap_print_msg "memmap_on_memory=$(cat /sys/module/memory_hotplug/parameters/memmap_on_memory), block $d: online_movable $r, memmap_on_memory $got (want $want), $sum pages, verdict $v, offline $r2"
+	[ "$r" = ok ] && [ "$got" = "$want" ] && [ "$sum" = $((bs / spb / 4096)) ] &&
+		[ "$v" = offlinable ] && [ "$r2" = ok ] && ok=1
+	memhp-qmp device_del id=mom-dimm0 >/dev/null &&
+		memhp-qmp x-memhp-wait-event event=DEVICE_DELETED 'match={"device":"mom-dimm0"}' timeout=60 >/dev/null &&
+		memhp-qmp object-del id=mom-mem0 >/dev/null
+fi
+memhp_unload sparse_hotplug
+ktap_test_result "memmap_on_memory block: its $want own-memmap pages counted from nr_vmemmap_pages" [ $ok = 1 ]
 ktap_finished
