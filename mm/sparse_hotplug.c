@@ -434,16 +434,23 @@ static void shp_release_all(void)
 					nr);
 			busy = false;
 		}
-		if (!busy)
+		if (!busy) {
+			/*
+			 * Under the lock: a MEM_CANCEL_OFFLINE or MEM_OFFLINE
+			 * of a section left to its offline that comes before
+			 * our notifier is unregistered then finds nothing to
+			 * do, as after it.
+			 */
 			shp_drop_held_ref_locked();
+			xa_destroy(&shp_isolated);
+		}
 		mutex_unlock(&shp_isolate_lock);
 		if (!busy)
-			break;
+			return;
 		if (!(waited++ % 500))
 			pr_info("waiting for an offline of an isolated section to end (a signal to rmmod stops waiting)\n");
 		msleep_interruptible(20);
 	}
-	xa_destroy(&shp_isolated);
 }
 
 /* ---- online/offline through the core's sysfs file ---------------------- */
