@@ -12,7 +12,8 @@
  *   /sys/kernel/sparse_hotplug/probe, remove        hidden RAM (ranges=)
  *   /sys/kernel/sparse_hotplug/sections/sectionN/
  *	start_pfn nr_pages block state zone nid offline_report
- *   /sys/kernel/debug/sparse_hotplug/sections, events
+ *   /sys/kernel/debug/sparse_hotplug/sections, events, restarts,
+ *	hold_ref (selftest_refs=1), provoke_warning (selftest_warn=1)
  *   tracepoints sparse_hotplug:* (sparse_hotplug_trace.h)
  *
  * Documentation/admin-guide/sparse_hotplug.rst is the user's guide and
@@ -56,19 +57,22 @@
  * Locking:
  * - shp_lock (mutex) protects shp_sections. The bus notifier runs with the
  *   device hotplug lock and mem_hotplug_lock held; it takes shp_lock and
- *   adds or removes kobjects. Removing a kobject waits for readers and
- *   writers of its attributes, so section attribute handlers never take
- *   shp_lock nor block on anything memory hotplug holds (they use the
- *   restart route above). Show functions read mem_section flags and struct
- *   pages of online sections racily, as /proc/zoneinfo-style readers do. A
- *   section's memmap is freed only after its block device is deleted, which
- *   is after our DEL handler removed its directory and drained its users.
- * - shp_isolate_lock (mutex) protects shp_isolated (section -> state) and
- *   the isolated pages. Taken by state stores (isolate/release, across
- *   alloc_contig_range, which needs no hotplug lock) and by the memory
- *   notifier (with mem_hotplug_lock held for write). Isolate and a
- *   concurrent offline exclude each other through pageblock isolation: the
- *   one that isolates the pageblocks second gets -EBUSY.
+ *   adds or removes kobjects, so nothing holds shp_lock for longer than
+ *   one section's work (the debugfs table drops it between sections).
+ *   Removing a kobject waits for readers and writers of its attributes,
+ *   so section attribute handlers never take shp_lock nor block on
+ *   anything memory hotplug holds (they use the restart route above).
+ *   Show functions read mem_section flags and struct pages of online
+ *   sections racily, as /proc/zoneinfo-style readers do. A section's
+ *   memmap is freed only after its block device is deleted, which is
+ *   after our DEL handler removed its directory and drained its users.
+ * - shp_isolate_lock (mutex) protects shp_isolated (section -> state),
+ *   the isolated pages and shp_held_ref. Taken by state stores
+ *   (isolate/release, across alloc_contig_range, which needs no hotplug
+ *   lock) and by the memory notifier (with mem_hotplug_lock held for
+ *   write). Isolate and a concurrent offline exclude each other through
+ *   pageblock isolation: the one that isolates the pageblocks second gets
+ *   -EBUSY.
  * - shp_probe_lock (mutex) protects shp_added (blocks added by probe); held
  *   across add_memory_driver_managed()/offline_and_remove_memory(), which
  *   take the device hotplug lock themselves. probe and remove are root
@@ -103,7 +107,7 @@
 #include <linux/ktime.h>
 #include <linux/delay.h>
 #include <linux/sched/signal.h>
-#include <asm/pgtable.h>
+#include <linux/overflow.h>
 #include <asm/e820/api.h>
 
 #define CREATE_TRACE_POINTS
@@ -113,6 +117,11 @@ static bool selftest_warn;
 module_param(selftest_warn, bool, 0444);
 MODULE_PARM_DESC(selftest_warn,
 		 "Create debugfs sparse_hotplug/provoke_warning, which WARNs when written (tests that the VM runner catches kernel warnings)");
+
+static bool selftest_refs;
+module_param(selftest_refs, bool, 0444);
+MODULE_PARM_DESC(selftest_refs,
+		 "Create debugfs sparse_hotplug/hold_ref, which holds an extra reference on an isolated section's first page (tests offlining with an unexpected reference)");
 
 static char *ranges;
 module_param(ranges, charp, 0444);
@@ -165,6 +174,9 @@ static struct page *shp_online_page(unsigned long pfn)
 
 static DEFINE_MUTEX(shp_isolate_lock);
 static DEFINE_XARRAY(shp_isolated);
+
+/* The section whose first page hold_ref holds a reference of, or -1. */
+static long shp_held_ref = -1;
 
 static unsigned long shp_iso_state(unsigned long nr)
 {
@@ -243,6 +255,40 @@ out:
 	return ret;
 }
 
+/*
+ * hold_ref's reference is taken and dropped like ours, without put_page():
+ * dropped while its section is DROPPED, the page's count reaches 0 and the
+ * offline in progress can skip it.
+ */
+static void shp_drop_held_ref_locked(void)
+{
+	lockdep_assert_held(&shp_isolate_lock);
+	if (shp_held_ref < 0)
+		return;
+	page_ref_dec(pfn_to_page(section_nr_to_pfn(shp_held_ref)));
+	shp_held_ref = -1;
+}
+
+/* hold_ref: N takes the reference on HELD section N, -1 drops it. */
+static int shp_hold_ref(long nr)
+{
+	int ret = 0;
+
+	mutex_lock(&shp_isolate_lock);
+	if (nr < 0) {
+		shp_drop_held_ref_locked();
+	} else if (shp_held_ref >= 0) {
+		ret = -EBUSY;
+	} else if (shp_iso_state(nr) != SHP_ISO_HELD) {
+		ret = -EINVAL;
+	} else {
+		page_ref_inc(pfn_to_page(section_nr_to_pfn(nr)));
+		shp_held_ref = nr;
+	}
+	mutex_unlock(&shp_isolate_lock);
+	return ret;
+}
+
 /* Gives an isolated section back: -EINVAL if not isolated, -EBUSY if offlining. */
 static int shp_release_locked(unsigned long nr)
 {
@@ -257,6 +303,8 @@ static int shp_release_locked(unsigned long nr)
 	default:
 		return -EINVAL;
 	}
+	if (shp_held_ref == nr)
+		shp_drop_held_ref_locked();
 	shp_mark_offline(pfn, PAGES_PER_SECTION, false);
 	free_contig_range(pfn, PAGES_PER_SECTION);
 	adjust_managed_page_count(pfn_to_page(pfn), PAGES_PER_SECTION);
@@ -274,42 +322,73 @@ static int shp_release(unsigned long nr)
 	return ret;
 }
 
+/*
+ * MEM_GOING_OFFLINE of the HELD section @nr, as virtio_mem's fake-offline
+ * does: count its pages in to the managed pages the core is about to
+ * subtract, and drop our reference of every page (refcount 0 PageOffline
+ * pages are skipped by offlining). A page still referenced afterwards has
+ * a reference that is not ours (a speculative get_page() on a stale
+ * pointer, or selftest_refs' hold_ref); we keep going, so that
+ * shp_fake_offline_cancel() is the exact inverse, and report it. The core
+ * then finds that page unmovable (scan_movable_pages(): PageOffline with
+ * a reference) and cancels the offline with -EBUSY.
+ */
+static void shp_fake_offline_going(unsigned long nr)
+{
+	unsigned long pfn = section_nr_to_pfn(nr);
+	struct page *first = NULL;
+	unsigned long i, busy = 0;
+
+	lockdep_assert_held(&shp_isolate_lock);
+	adjust_managed_page_count(pfn_to_page(pfn), PAGES_PER_SECTION);
+	for (i = 0; i < PAGES_PER_SECTION; i++) {
+		struct page *page = pfn_to_page(pfn + i);
+
+		if (!page_ref_dec_and_test(page) && !busy++)
+			first = page;
+	}
+	if (busy) {
+		pr_warn("section %lu going offline: %lu isolated page(s) still referenced, first pfn %#lx\n",
+			nr, busy, page_to_pfn(first));
+		dump_page(first, "sparse_hotplug: isolated page referenced");
+	}
+}
+
+/* MEM_CANCEL_OFFLINE of the DROPPED section @nr: the inverse of the above. */
+static void shp_fake_offline_cancel(unsigned long nr)
+{
+	unsigned long pfn = section_nr_to_pfn(nr);
+	unsigned long i;
+
+	lockdep_assert_held(&shp_isolate_lock);
+	for (i = 0; i < PAGES_PER_SECTION; i++)
+		page_ref_inc(pfn_to_page(pfn + i));
+	adjust_managed_page_count(pfn_to_page(pfn), -(long)PAGES_PER_SECTION);
+}
+
 /* Memory notifier part: isolated sections of [start_pfn, +nr_pages). */
 static void shp_isolated_notify(unsigned long action, unsigned long start_pfn,
 				unsigned long nr_pages)
 {
 	unsigned long first = pfn_to_section_nr(start_pfn);
 	unsigned long last = pfn_to_section_nr(start_pfn + nr_pages - 1);
-	unsigned long nr, pfn, i;
+	unsigned long nr;
 	void *entry;
 
 	mutex_lock(&shp_isolate_lock);
 	xa_for_each_range(&shp_isolated, nr, entry, first, last) {
-		pfn = section_nr_to_pfn(nr);
 		switch (action) {
 		case MEM_GOING_OFFLINE:
 			if (xa_to_value(entry) != SHP_ISO_HELD)
 				break;
-			/*
-			 * The core subtracts the whole block from the managed
-			 * pages on success: count ours in first. Refcount 0
-			 * PageOffline pages are skipped by offlining.
-			 */
-			adjust_managed_page_count(pfn_to_page(pfn),
-						  PAGES_PER_SECTION);
-			for (i = 0; i < PAGES_PER_SECTION; i++)
-				if (WARN_ON_ONCE(!page_ref_dec_and_test(pfn_to_page(pfn + i))))
-					break;
+			shp_fake_offline_going(nr);
 			xa_store(&shp_isolated, nr, xa_mk_value(SHP_ISO_DROPPED),
 				 GFP_KERNEL);
 			break;
 		case MEM_CANCEL_OFFLINE:
 			if (xa_to_value(entry) != SHP_ISO_DROPPED)
 				break;
-			for (i = 0; i < PAGES_PER_SECTION; i++)
-				page_ref_inc(pfn_to_page(pfn + i));
-			adjust_managed_page_count(pfn_to_page(pfn),
-						  -(long)PAGES_PER_SECTION);
+			shp_fake_offline_cancel(nr);
 			xa_store(&shp_isolated, nr, xa_mk_value(SHP_ISO_HELD),
 				 GFP_KERNEL);
 			break;
@@ -322,24 +401,56 @@ static void shp_isolated_notify(unsigned long action, unsigned long start_pfn,
 	mutex_unlock(&shp_isolate_lock);
 }
 
-/* Module exit: give everything back, after any offline in flight ended. */
+/*
+ * Module exit: give everything back, after any offline in flight ended.
+ * A DROPPED section belongs to an offline between MEM_GOING_OFFLINE and
+ * its end. When the block is one section (128 MiB blocks: machines below
+ * 64 GiB, our test guests) all its pages are ours and the offline ends at
+ * once: skipped, or -EBUSY for a page with another reference. A block of
+ * several sections can hold other pages, and offline_pages() retries their
+ * migration until it succeeds or, for a page that never moves, until a
+ * signal to the offlining task; a kernel thread (ACPI eject, virtio-mem)
+ * never gets one. So a signal to rmmod ends the wait too. The sections still DROPPED
+ * are then left to their offline: if it succeeds they go with the block;
+ * if it is cancelled after our notifier is gone, their pages stay
+ * PageOffline with refcount 0 and counted as managed (no longer ours,
+ * referring to nothing of the module) until the block goes offline.
+ */
 static void shp_release_all(void)
 {
-	unsigned long nr;
+	unsigned long nr, waited = 0;
 	void *entry;
 	bool busy;
 
-	do {
+	for (;;) {
 		busy = false;
 		mutex_lock(&shp_isolate_lock);
 		xa_for_each(&shp_isolated, nr, entry)
 			if (shp_release_locked(nr) == -EBUSY)
 				busy = true;
+		if (busy && signal_pending(current)) {
+			xa_for_each(&shp_isolated, nr, entry)
+				pr_warn("section %lu: stopped waiting for its offline (signal); its pages are left to it\n",
+					nr);
+			busy = false;
+		}
+		if (!busy) {
+			/*
+			 * Under the lock: a MEM_CANCEL_OFFLINE or MEM_OFFLINE
+			 * of a section left to its offline that comes before
+			 * our notifier is unregistered then finds nothing to
+			 * do, as after it.
+			 */
+			shp_drop_held_ref_locked();
+			xa_destroy(&shp_isolated);
+		}
 		mutex_unlock(&shp_isolate_lock);
-		if (busy)
-			msleep(20);
-	} while (busy);
-	xa_destroy(&shp_isolated);
+		if (!busy)
+			return;
+		if (!(waited++ % 500))
+			pr_info("waiting for an offline of an isolated section to end (a signal to rmmod stops waiting)\n");
+		msleep_interruptible(20);
+	}
 }
 
 /* ---- online/offline through the core's sysfs file ---------------------- */
@@ -453,45 +564,28 @@ struct shp_report {
 };
 
 /*
- * The pfn holding the struct page of @pfn, or ULONG_MAX: the vmemmap is
- * mapped with 4K, 2M or 1G pages in the kernel page tables.
- */
-static unsigned long shp_memmap_backing_pfn(unsigned long pfn)
-{
-	unsigned long addr = (unsigned long)pfn_to_page(pfn);
-	unsigned int level;
-	pte_t *pte = lookup_address(addr, &level);
-
-	if (!pte || !pte_present(*pte))
-		return ULONG_MAX;
-	switch (level) {
-	case PG_LEVEL_4K:
-		return pte_pfn(*pte);
-	case PG_LEVEL_2M:
-		return pte_pfn(*pte) + ((addr & ~PMD_MASK) >> PAGE_SHIFT);
-	case PG_LEVEL_1G:
-		return pte_pfn(*pte) + ((addr & ~PUD_MASK) >> PAGE_SHIFT);
-	default:
-		return ULONG_MAX;
-	}
-}
-
-/*
- * Pages at the start of a hot-added block that hold the block's own memmap
- * (memory_hotplug.memmap_on_memory=1); offlining leaves them out.
+ * Pages of section @nr that hold its block's own memmap
+ * (memory_hotplug.memmap_on_memory=1): the block device knows how many lie
+ * at the block's start (struct memory_block::nr_vmemmap_pages, set when
+ * the block was added); offlining leaves them out. The caller keeps the
+ * block alive (see shp_section_report()).
  */
 static unsigned long shp_memmap_pages(unsigned long nr)
 {
-	unsigned long block_pfn, per_block;
+	unsigned long nr_vmemmap, skip;
+	struct device *dev;
+	char name[32];
 
-	if (nr % shp_sections_per_block)
+	snprintf(name, sizeof(name), "memory%lu", shp_block_of(nr));
+	dev = bus_find_device_by_name(shp_memory_bus, NULL, name);
+	if (!dev)
 		return 0;
-	block_pfn = section_nr_to_pfn(nr);
-	if (shp_memmap_backing_pfn(block_pfn) != block_pfn)
+	nr_vmemmap = container_of(dev, struct memory_block, dev)->nr_vmemmap_pages;
+	put_device(dev);
+	skip = (nr % shp_sections_per_block) * PAGES_PER_SECTION;
+	if (nr_vmemmap <= skip)
 		return 0;
-	per_block = PHYS_PFN(memory_block_size_bytes());
-	return min_t(unsigned long, PAGES_PER_SECTION,
-		     DIV_ROUND_UP(per_block * sizeof(struct page), PAGE_SIZE));
+	return min_t(unsigned long, nr_vmemmap - skip, PAGES_PER_SECTION);
 }
 
 /*
@@ -569,7 +663,11 @@ static enum shp_class shp_classify(unsigned long pfn, bool isolated,
 	return SHP_OTHER;
 }
 
-/* Fills @rep for section @nr; never sleeps long, takes no lock. */
+/*
+ * Fills @rep for section @nr; never sleeps long, takes none of our locks.
+ * The caller keeps the section's block device alive (shp_lock, an active
+ * reference on one of its attributes, or shp_probe_lock for our own block).
+ */
 static void shp_section_report(unsigned long nr, struct shp_report *rep)
 {
 	unsigned long pfn = section_nr_to_pfn(nr);
@@ -1130,6 +1228,7 @@ static int shp_sections_table_show(struct seq_file *m, void *v)
 {
 	struct shp_report *rep;
 	struct shp_section *sec;
+	const char *state;
 	char verdict[128];
 	unsigned long nr;
 	int i;
@@ -1142,20 +1241,30 @@ static int shp_sections_table_show(struct seq_file *m, void *v)
 		seq_printf(m, " %s", shp_class_names[i]);
 	seq_puts(m, " verdict\n");
 	/*
-	 * shp_lock keeps every listed section's block device, hence its
-	 * memmap, alive while we read it (removal waits in our DEL handler).
+	 * One section at a time under shp_lock, which keeps that section's
+	 * block device, hence its memmap, alive while we read it (removal
+	 * waits in our DEL handler). Dropped between sections: the bus
+	 * notifier, which a hot-add or removal calls holding the device
+	 * hotplug lock and mem_hotplug_lock, waits for one section's
+	 * classification at most, never for the whole table.
 	 */
-	mutex_lock(&shp_lock);
-	xa_for_each(&shp_sections, nr, sec) {
-		shp_section_report(nr, rep);
+	for (nr = 0; ; nr++) {
+		mutex_lock(&shp_lock);
+		sec = xa_find(&shp_sections, &nr, ULONG_MAX, XA_PRESENT);
+		if (sec) {
+			shp_section_report(nr, rep);
+			state = shp_section_state(nr);
+		}
+		mutex_unlock(&shp_lock);
+		if (!sec)
+			break;
 		shp_report_verdict(rep, verdict, sizeof(verdict));
-		seq_printf(m, "%lu %lu %s", nr, shp_block_of(nr),
-			   shp_section_state(nr));
+		seq_printf(m, "%lu %lu %s", nr, shp_block_of(nr), state);
 		for (i = 0; i < SHP_NR_CLASSES; i++)
 			seq_printf(m, " %lu", rep->count[i]);
 		seq_printf(m, " %s\n", verdict);
+		cond_resched();
 	}
-	mutex_unlock(&shp_lock);
 	kfree(rep);
 	return 0;
 }
@@ -1258,15 +1367,21 @@ static struct shp_added *shp_find_added(u64 phys)
 	return NULL;
 }
 
+/*
+ * -EINVAL: not block aligned, or no block can start there (the end would
+ * wrap past 2^64); -ERANGE: not in ranges=; -EEXIST, -ENXIO, or what
+ * add_memory_driver_managed() says.
+ */
 static int shp_probe(u64 phys)
 {
 	u64 bs = memory_block_size_bytes();
 	struct shp_added *a;
+	u64 end;
 	int ret;
 
-	if (!IS_ALIGNED(phys, bs))
+	if (!IS_ALIGNED(phys, bs) || check_add_overflow(phys, bs, &end))
 		return -EINVAL;
-	if (!shp_in_ranges(phys, phys + bs))
+	if (!shp_in_ranges(phys, end))
 		return -ERANGE;
 	mutex_lock(&shp_probe_lock);
 	if (shp_find_added(phys) || present_section_nr(pfn_to_section_nr(PHYS_PFN(phys))) ||
@@ -1275,7 +1390,7 @@ static int shp_probe(u64 phys)
 		ret = -EEXIST;
 		goto out;
 	}
-	if (!shp_firmware_ram(phys, phys + bs)) {
+	if (!shp_firmware_ram(phys, end)) {
 		ret = -ENXIO;
 		goto out;
 	}
@@ -1347,36 +1462,49 @@ static void shp_block_blocked(u64 phys, char *buf, size_t size)
 
 /*
  * Unload: remove what we added. A block the offline report calls blocked,
- * or whose removal fails, stays added (its resource name is then leaked on
- * purpose) and the reason is logged: an exit function cannot fail rmmod.
+ * or whose removal fails, stays added as System RAM: an exit function
+ * cannot fail rmmod. Nothing of it refers to the module afterwards: the
+ * notifiers are gone, its isolated sections are given back by
+ * shp_release_all(), and the resource's name is kstrdup_const()'s heap
+ * copy (a module's literal is not kernel rodata), which then stays
+ * allocated on purpose (see sparse_hotplug_exit()). The blocks that stay
+ * are listed in one warning, after a line each saying why.
  */
 static bool shp_remove_all(void)
 {
 	struct shp_added *a, *tmp;
-	char why[128];
-	bool all = true;
-	int ret;
+	char why[128], stays[160] = "";
+	int ret, n = 0, len = 0;
 
 	mutex_lock(&shp_probe_lock);
 	list_for_each_entry_safe(a, tmp, &shp_added, list) {
 		shp_block_blocked(a->phys, why, sizeof(why));
 		if (why[0]) {
 			pr_warn("memory block at %#llx stays added: %s\n", a->phys, why);
-			all = false;
 		} else {
 			ret = offline_and_remove_memory(a->phys,
 							memory_block_size_bytes());
-			if (ret) {
-				pr_warn("memory block at %#llx stays added: offline_and_remove_memory: %d\n",
-					a->phys, ret);
-				all = false;
+			if (!ret) {
+				list_del(&a->list);
+				kfree(a);
+				continue;
 			}
+			pr_warn("memory block at %#llx stays added: offline_and_remove_memory: %d\n",
+				a->phys, ret);
 		}
+		n++;
+		/* The first few in probe order, then "...": one line. */
+		if (len < sizeof(stays) - 24)
+			len += scnprintf(stays + len, sizeof(stays) - len, " %#llx%s",
+					 a->phys, len < sizeof(stays) - 48 ? "" : " ...");
 		list_del(&a->list);
 		kfree(a);
 	}
+	if (n)
+		pr_warn("%d memory block(s) stay added as System RAM (sparse_hotplug):%s\n",
+			n, stays);
 	mutex_unlock(&shp_probe_lock);
-	return all;
+	return !n;
 }
 
 static ssize_t shp_hidden_ram_store(const char *buf, size_t count, bool add)
@@ -1474,6 +1602,38 @@ static const struct file_operations shp_provoke_warning_fops = {
 	.llseek	= noop_llseek,
 };
 
+static ssize_t shp_hold_ref_read(struct file *file, char __user *ubuf,
+				 size_t count, loff_t *ppos)
+{
+	char buf[24];
+	int len;
+
+	len = scnprintf(buf, sizeof(buf), "%ld\n", READ_ONCE(shp_held_ref));
+	return simple_read_from_buffer(ubuf, count, ppos, buf, len);
+}
+
+static ssize_t shp_hold_ref_write(struct file *file, const char __user *ubuf,
+				  size_t count, loff_t *ppos)
+{
+	long nr;
+	int ret;
+
+	ret = kstrtol_from_user(ubuf, count, 0, &nr);
+	if (ret)
+		return ret;
+	if (nr < -1 || nr >= (long)NR_MEM_SECTIONS)
+		return -EINVAL;
+	ret = shp_hold_ref(nr);
+	return ret ? ret : count;
+}
+
+static const struct file_operations shp_hold_ref_fops = {
+	.owner	= THIS_MODULE,
+	.read	= shp_hold_ref_read,
+	.write	= shp_hold_ref_write,
+	.llseek	= default_llseek,
+};
+
 /* ---- module ------------------------------------------------------------- */
 
 static int __init sparse_hotplug_init(void)
@@ -1547,6 +1707,9 @@ static int __init sparse_hotplug_init(void)
 	if (selftest_warn)
 		debugfs_create_file("provoke_warning", 0200, shp_debugfs, NULL,
 				    &shp_provoke_warning_fops);
+	if (selftest_refs)
+		debugfs_create_file("hold_ref", 0600, shp_debugfs, NULL,
+				    &shp_hold_ref_fops);
 
 	pr_info("%lu sections of %lu MiB, %lu per memory block, %d hidden RAM range(s)\n",
 		shp_count_sections(),

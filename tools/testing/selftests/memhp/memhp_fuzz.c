@@ -80,7 +80,8 @@ struct rule {
 /*
  * The writable files of the modules, with their validity rules from the
  * ABI documents. provoke_warning (sparse_hotplug, selftest_warn=1 only)
- * WARN()s on a true value by design, so it is never written.
+ * WARN()s on a true value by design, so it is never written; hold_ref
+ * (selftest_refs=1 only) holds a page reference by design.
  */
 static const struct rule rules[] = {
 	{ "state", RULE_WORDS, { "online", "online_movable", "online_kernel",
@@ -99,6 +100,7 @@ static const struct rule rules[] = {
 	{ "target_size", RULE_TARGET_SIZE },
 	{ "run", RULE_BENCH_RUN, { NULL }, "results" },
 	{ "provoke_warning", RULE_EXCLUDED },
+	{ "hold_ref", RULE_EXCLUDED },
 };
 
 static unsigned long long ram_mb;

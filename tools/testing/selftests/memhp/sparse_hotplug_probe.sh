@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# memhp-vm: --mem 3G --append mem=2G
+# memhp-vm: --mem 3G --append mem=2G --append memory_hotplug.memmap_on_memory=1
 #
 # sparse_hotplug's probe/remove of RAM hidden at boot. QEMU's pc machine
 # puts 2 GiB of a 3 GiB guest below 4 GiB and 1 GiB at [4 GiB, 5 GiB);
@@ -8,11 +8,13 @@
 # lists it as System RAM. The module is told ranges= that hidden RAM, a
 # non-RAM range (the PCI hole at 2 GiB) and a range of present boot RAM;
 # every error path must answer its errno and change nothing; 20
-# probe/online/remove cycles must each restore MemTotal; unloading removes
-# what probe added, except a block it cannot offline, which it leaves with
-# a logged reason (last test: it changes the guest for good); the
-# tracepoints count with perf and tools/bpftrace/online_latency.bt prints
-# histograms.
+# probe/online/remove cycles must each restore MemTotal, while the debugfs
+# section table is read in a loop; unloading removes what probe added,
+# except a block it cannot offline, which it leaves with a logged reason
+# (it changes the guest for good); the tracepoints count with perf and
+# tools/bpftrace/online_latency.bt prints histograms. Last, the guest
+# boots with memory_hotplug.memmap_on_memory=1: a 128 MiB pc-dimm holds its
+# own memmap, and the offline report counts exactly those pages.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -26,13 +28,14 @@ RANGES=$(printf '%#x-%#x,%#x-%#x,%#x-%#x' $HIDDEN $HIDDEN_END \
 
 memhp_require_guest
 ktap_print_header
-ktap_set_plan 14
+ktap_set_plan 15
 
 tmp=$(mktemp -d)
 cleanup()
 {
 	[ -n "$bt" ] && kill "$bt" 2>/dev/null
 	[ -n "$pin" ] && kill "$pin" 2>/dev/null
+	[ -n "$reader" ] && kill "$reader" 2>/dev/null
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -83,12 +86,18 @@ check probe $((HIDDEN + 4096)) "Invalid argument"
 check probe $((8 << 30)) "Numerical result out of range"
 check probe $((HIDDEN - (128 << 20))) "Numerical result out of range"
 check probe $BOOT_RAM "File exists"
+# the end of the block would wrap past 2^64, or no block starts there
+check probe 0xfffffffff8000000 "Invalid argument"
+check probe 0xfffffffffffff000 "Invalid argument"
+check probe 0xffffffffffffffff "Invalid argument"
+check probe 0xfffffffff0000000 "Numerical result out of range"
+check remove 0xfffffffff8000000 "No such file or directory"
 check probe $PCI_HOLE "No such device or address"
 check remove $HIDDEN "No such file or directory"
 check remove $BOOT_RAM "No such file or directory"
 check remove $((HIDDEN + 1)) "Invalid argument"
 snapshot "$tmp/s1"
-ktap_test_result "probe/remove errors: EINVAL, ERANGE, EEXIST, ENXIO, ENOENT; nothing changed" \
+ktap_test_result "probe/remove errors: EINVAL (also for an end past 2^64), ERANGE, EEXIST, ENXIO, ENOENT; nothing changed" \
 	eval '[ $ok = 1 ] && cmp -s "$tmp/s0" "$tmp/s1"'
 
 # 3: probe adds one offline block, named in /proc/iomem
@@ -115,10 +124,25 @@ ktap_test_result "online then remove: MemTotal +128 MiB and back, block gone" ev
 	'[ $((m1 - m0)) -eq 131072 ] && [ "$r" = ok ] && [ "$(meminfo_kb MemTotal)" = "$m0" ] &&
 	 [ ! -e $MEMORY_SYSFS/memory$blk ] && ! grep -q sparse_hotplug /proc/iomem'
 
-# 6: 20 cycles over the hidden GiB, auto-onlined
+# 6: 20 cycles over the hidden GiB, auto-onlined, while the debugfs
+# section table is read in a loop (the table drops its lock between
+# sections, so the add and remove of blocks go on meanwhile)
 set_auto_online online_movable
 ok=1
 bs=$(block_size_bytes)
+TABLE=/sys/kernel/debug/sparse_hotplug/sections
+(
+	n=0
+	while [ ! -e "$tmp/stop" ]; do
+		cat $TABLE > "$tmp/table" || echo "read failed" >> "$tmp/table_errors"
+		awk 'NR == 1 && $1 != "section" { bad = 1 }
+		     NR > 1 && (NF < 17 || $1 !~ /^[0-9]+$/) { bad = 1 } END { exit bad }' "$tmp/table" ||
+			echo "malformed" >> "$tmp/table_errors"
+		n=$((n + 1))
+	done
+	echo $n > "$tmp/table_reads"
+) &
+reader=$!
 start=$(date +%s%N)
 for i in $(seq 0 19); do
 	addr=$((HIDDEN + (i % 8) * bs))
@@ -130,9 +154,14 @@ for i in $(seq 0 19); do
 	[ "$(meminfo_kb MemTotal)" = "$m0" ] || { ktap_print_msg "cycle $i: MemTotal $(meminfo_kb MemTotal) after remove"; ok=0; }
 done
 ktap_print_msg "20 cycles in $((($(date +%s%N) - start) / 1000000)) ms"
+touch "$tmp/stop"
+wait $reader
+reader=
+ktap_print_msg "table read $(cat "$tmp/table_reads") times meanwhile, errors: $(cat "$tmp/table_errors" 2>/dev/null | sort | uniq -c | tr '\n' ' ')"
 snapshot "$tmp/s2"
-ktap_test_result "20 probe/online/remove cycles, MemTotal restored each time" \
-	eval '[ $ok = 1 ] && cmp -s "$tmp/s0" "$tmp/s2"'
+ktap_test_result "20 probe/online/remove cycles, MemTotal restored each time, table read meanwhile" \
+	eval '[ $ok = 1 ] && cmp -s "$tmp/s0" "$tmp/s2" && [ ! -e "$tmp/table_errors" ] &&
+	      [ "$(cat "$tmp/table_reads")" -ge 1 ]'
 
 # 7: the event log has them all
 n=$(awk '!/^#/ && $3 >= 32 && $3 < 40 && $7 == "ok"' /sys/kernel/debug/sparse_hotplug/events | wc -l)
@@ -213,12 +242,45 @@ pin=$!
 wait_for 120 test -s "$tmp/pinned"
 cat "$tmp/pin.log"
 memhp_unload sparse_hotplug
-why=$(dmesg | grep "stays added" | tail -n1)
+why=$(dmesg | grep "stays added: " | tail -n1)
+stay=$(dmesg | grep "stay added as System RAM" | tail -n1)
 ktap_print_msg "${why#*] }"
-ktap_test_result "rmmod leaves a blocked probed block online, logging why" eval \
+ktap_print_msg "${stay#*] }"
+ktap_test_result "rmmod leaves a blocked probed block online, logging why and listing it" eval \
 	'[ -s "$tmp/pinned" ] && echo "$why" | grep -q "stays added: blocked: pfn" &&
+	 echo "$stay" | grep -q "1 memory block(s) stay added as System RAM (sparse_hotplug): $(printf %#x $HIDDEN)$" &&
 	 [ "$(block_state $blk)" = online ] && grep -q "System RAM (sparse_hotplug)" /proc/iomem'
 kill -USR1 $pin
 wait $pin
 pin=
+
+# 15: memmap_on_memory: a block-sized pc-dimm holds its own memmap
+# (mhp_supports_memmap_on_memory() wants exactly one block); the report
+# counts the block's nr_vmemmap_pages (block size / 4 KiB * 64 bytes of
+# struct page, in pages) as memmap_on_memory, the rest as usual, and the
+# block offlines.
+memhp_load sparse_hotplug || ktap_exit_fail_msg "cannot load sparse_hotplug"
+spb=$((bs / 0x$(cat $SHP/section_size_bytes)))
+memory_blocks > "$tmp/blocks1"
+want=$((bs / 4096 * 64 / 4096))
+ok=0
+if dimm_add mom-dimm0 mom-mem0 $bs && wait_new_blocks "$tmp/blocks1" "$tmp/new1" 1; then
+	d=$(cat "$tmp/new1")
+	sd=$((d * spb))
+	r=$(try_write $SHP/sections/section$sd/state online_movable)
+	rep=$SHP/sections/section$sd/offline_report
+	sed 's/^/# /' $rep
+	got=$(sed -n 's/^memmap_on_memory //p' $rep)
+	sum=$(awk '!/^verdict/ { s += $2 } END { print s }' $rep)
+	v=$(sed -n 's/^verdict //p' $rep)
+	r2=$(try_write $SHP/sections/section$sd/state offline)
+	ktap_print_msg "memmap_on_memory=$(cat /sys/module/memory_hotplug/parameters/memmap_on_memory), block $d: online_movable $r, memmap_on_memory $got (want $want), $sum pages, verdict $v, offline $r2"
+	[ "$r" = ok ] && [ "$got" = "$want" ] && [ "$sum" = $((bs / spb / 4096)) ] &&
+		[ "$v" = offlinable ] && [ "$r2" = ok ] && ok=1
+	memhp-qmp device_del id=mom-dimm0 >/dev/null &&
+		memhp-qmp x-memhp-wait-event event=DEVICE_DELETED 'match={"device":"mom-dimm0"}' timeout=60 >/dev/null &&
+		memhp-qmp object-del id=mom-mem0 >/dev/null
+fi
+memhp_unload sparse_hotplug
+ktap_test_result "memmap_on_memory block: its $want own-memmap pages counted from nr_vmemmap_pages" [ $ok = 1 ]
 ktap_finished
