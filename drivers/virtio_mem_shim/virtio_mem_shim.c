@@ -156,6 +156,11 @@ struct vms {
 	int mgid;
 	struct resource *parent;
 	const char *parent_name;
+	/*
+	 * Name of our System RAM resources: the resource tree keeps the
+	 * pointer as long as the memory stays added, also after unload.
+	 */
+	const char *resource_name;
 	struct dentry *dbg;
 
 	/* Statistics (vm->lock). */
@@ -708,7 +713,7 @@ static int vms_add_unit(struct vms *vm, unsigned long id)
 
 	/* Memory may be onlined inside the call: the notifier must agree. */
 	rc = add_memory_driver_managed(vm->mgid, start, vm->unit_size,
-				       VMS_RESOURCE_NAME,
+				       vm->resource_name,
 				       MHP_MERGE_RESOURCE | MHP_NID_IS_MGID);
 	if (rc) {
 		dev_warn_ratelimited(&vm->vdev->dev,
@@ -732,7 +737,7 @@ static int vms_add_units(struct vms *vm, unsigned long first, unsigned long n)
 	int rc;
 
 	rc = add_memory_driver_managed(vm->mgid, vms_unit_start(vm, first),
-				       (u64)n * vm->unit_size, VMS_RESOURCE_NAME,
+				       (u64)n * vm->unit_size, vm->resource_name,
 				       MHP_MERGE_RESOURCE | MHP_NID_IS_MGID);
 	if (rc)
 		return rc;
@@ -1465,7 +1470,13 @@ static int vms_probe(struct virtio_device *vdev)
 		goto err_free;
 	vm->units = kcalloc(vm->nr_units, 1, GFP_KERNEL);
 	vm->mb_state = kcalloc(vm->nr_units * vm->mbs_per_unit, 1, GFP_KERNEL);
-	if (!vm->units || !vm->mb_state) {
+	/*
+	 * The name of our System RAM resources must outlive the module when
+	 * memory stays added at unload (/proc/iomem prints it): never a
+	 * string in the module's own .rodata. See vms_remove().
+	 */
+	vm->resource_name = kstrdup_const(VMS_RESOURCE_NAME, GFP_KERNEL);
+	if (!vm->units || !vm->mb_state || !vm->resource_name) {
 		rc = -ENOMEM;
 		goto err_free;
 	}
@@ -1508,6 +1519,7 @@ err_parent:
 	vdev->config->del_vqs(vdev);
 err_free:
 	vdev->priv = NULL;
+	kfree_const(vm->resource_name);
 	vms_free(vm);
 	return rc;
 }
@@ -1543,10 +1555,17 @@ static void vms_remove(struct virtio_device *vdev)
 	mutex_unlock(&vm->lock);
 
 	unregister_memory_notifier(&vm->memory_nb);
-	/* Blocks left behind keep their group and nest in the parent. */
+	/*
+	 * Blocks left behind keep their group, nest in the parent and keep
+	 * pointing at resource_name: like upstream virtio_mem, we deliberately
+	 * never free the name then (a few bytes per unload with memory that
+	 * could not go), since nothing tells us when the next bind or a later
+	 * removal drops the last resource that uses it.
+	 */
 	if (!vm->added) {
 		memory_group_unregister(vm->mgid);
 		vms_release_parent(vm);
+		kfree_const(vm->resource_name);
 	}
 	virtio_reset_device(vdev);
 	vdev->config->del_vqs(vdev);
