@@ -514,25 +514,17 @@ static void vms_online_unit(struct vms *vm, unsigned long id)
 
 /* --- fake offline: evacuate a block with alloc_contig_range() ----------- */
 
-/*
- * The 6.1 __SetPageOffline() / __ClearPageOffline() (page-flags.h
- * PAGE_TYPE_OPS), written out: checkpatch --no-tree rejects their names.
- */
-static void vms_page_type_offline(struct page *page, bool on)
-{
-	if (on)
-		page->page_type &= ~PG_offline;
-	else
-		page->page_type |= PG_offline;
-}
-
 static void vms_set_offline_pages(unsigned long pfn, unsigned long nr, bool on)
 {
 	unsigned long i;
 
 	page_offline_begin();
-	for (i = 0; i < nr; i++)
-		vms_page_type_offline(pfn_to_page(pfn + i), on);
+	for (i = 0; i < nr; i++) {
+		if (on)
+			__SetPageOffline(pfn_to_page(pfn + i));
+		else
+			__ClearPageOffline(pfn_to_page(pfn + i));
+	}
 	page_offline_end();
 }
 
