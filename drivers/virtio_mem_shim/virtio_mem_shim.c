@@ -12,9 +12,10 @@
  *    fully plugged, so no online_page callback is needed.
  *  - The target is the host's requested_size, unless the guest wrote
  *    target_size in sysfs (a new host request wins again).
- *  - Growing: PLUG a unit, add_memory_driver_managed() it, and (module
- *    parameter online_type) online its blocks through sysfs if the system's
- *    auto-online policy left them offline.
+ *  - Growing: PLUG a unit and add_memory_driver_managed() it. Onlining is
+ *    left to the system policy, as upstream virtio_mem does: the core
+ *    onlines the blocks inside the call per auto_online_blocks, or they stay
+ *    offline for udev / user space.
  *  - Shrinking: units that are offline first, then all-movable ones, then
  *    the rest, highest address first. The online memory blocks of a unit are
  *    first evacuated with alloc_contig_range() ("fake offline": the pages
@@ -60,15 +61,12 @@
 #include <linux/spinlock.h>
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
-#include <linux/fs.h>
-#include <linux/delay.h>
 #include <linux/scatterlist.h>
 #include <linux/bitmap.h>
 #include <linux/slab.h>
 #include <linux/sizes.h>
 #include <linux/overflow.h>
 #include <linux/ctype.h>
-#include <linux/sched/signal.h>
 #include <linux/acpi.h>
 
 #define VMS_RESOURCE_NAME	"System RAM (virtio_mem_shim)"
@@ -172,46 +170,6 @@ struct vms {
 };
 
 /*
- * How hot-added blocks get onlined: "auto" leaves it to the system policy
- * (auto_online_blocks / udev); "movable", "kernel" and "online" make the
- * driver write that state to memoryN/state when the block is still offline
- * after adding; "offline" leaves blocks offline.
- */
-static const char * const vms_online_strs[] = {
-	"auto", "offline", "online", "kernel", "movable",
-};
-
-static const char * const vms_online_writes[] = {
-	NULL, NULL, "online", "online_kernel", "online_movable",
-};
-
-static int vms_online_type = 4;	/* movable */
-
-static int vms_online_type_set(const char *val, const struct kernel_param *kp)
-{
-	int i = sysfs_match_string(vms_online_strs, val);
-
-	if (i < 0)
-		return -EINVAL;
-	WRITE_ONCE(vms_online_type, i);
-	return 0;
-}
-
-static int vms_online_type_get(char *buf, const struct kernel_param *kp)
-{
-	return sysfs_emit(buf, "%s\n", vms_online_strs[READ_ONCE(vms_online_type)]);
-}
-
-static const struct kernel_param_ops vms_online_type_ops = {
-	.set = vms_online_type_set,
-	.get = vms_online_type_get,
-};
-
-module_param_cb(online_type, &vms_online_type_ops, NULL, 0644);
-MODULE_PARM_DESC(online_type,
-		 "Online added blocks: auto|offline|online|kernel|movable (default movable)");
-
-/*
  * Evacuating a block migrates its used pages elsewhere; alloc_contig_range()
  * allocates the targets with __GFP_RETRY_MAYFAIL, i.e. by reclaiming hard.
  * We do not try when the free memory outside the block would drop below
@@ -252,7 +210,7 @@ MODULE_PARM_DESC(plug_batch, "Max units plugged with one request (0 = no limit)"
 
 /*
  * Units added to Linux with one add_memory_driver_managed() call (0: as
- * many as allowed, see vms_plug_units()). 1 adds and onlines unit by unit,
+ * many as allowed, see vms_plug_units()). 1 adds unit by unit,
  * like upstream's SBM, for comparing the two ways on the same device.
  */
 static unsigned long vms_add_batch;
@@ -444,7 +402,7 @@ static u64 vms_goal(struct vms *vm)
 	return round_down(goal, vm->unit_size);
 }
 
-/* --- onlining ---------------------------------------------------------- */
+/* --- memory block state ------------------------------------------------ */
 
 static bool vms_mb_online(struct vms *vm, unsigned long mb)
 {
@@ -456,60 +414,6 @@ static bool vms_mb_movable(struct vms *vm, unsigned long mb)
 	struct page *page = pfn_to_online_page(vms_mb_pfn(vm, mb));
 
 	return page && zone_idx(page_zone(page)) == ZONE_MOVABLE;
-}
-
-/*
- * Online one memory block by writing its sysfs state file: there is no
- * exported kernel interface for it. lock_device_hotplug_sysfs() asks for a
- * syscall restart on contention; we retry after clearing the pending flag
- * it sets, which a kworker must not keep.
- */
-static int vms_online_mb(struct vms *vm, unsigned long mb, const char *how)
-{
-	u64 block_id = div64_u64(vm->base + (u64)mb * vm->mb_size, vm->mb_size);
-	char path[64];
-	struct file *f;
-	loff_t pos;
-	int tries, rc;
-
-	snprintf(path, sizeof(path), "/sys/devices/system/memory/memory%llu/state",
-		 block_id);
-	f = filp_open(path, O_WRONLY, 0);
-	if (IS_ERR(f))
-		return PTR_ERR(f);
-	for (tries = 0; tries < 200; tries++) {
-		pos = 0;
-		rc = kernel_write(f, how, strlen(how), &pos);
-		if (rc != -ERESTARTNOINTR)
-			break;
-		clear_thread_flag(TIF_SIGPENDING);
-		usleep_range(5000, 10000);
-	}
-	if (signal_pending(current))
-		clear_thread_flag(TIF_SIGPENDING);
-	filp_close(f, NULL);
-	return rc < 0 ? rc : 0;
-}
-
-static void vms_online_unit(struct vms *vm, unsigned long id)
-{
-	const char *how = vms_online_writes[READ_ONCE(vms_online_type)];
-	unsigned long mb = id * vm->mbs_per_unit;
-	unsigned long i;
-	int rc;
-
-	if (!how)
-		return;
-	for (i = 0; i < vm->mbs_per_unit; i++) {
-		if (vms_mb_online(vm, mb + i))
-			continue;
-		rc = vms_online_mb(vm, mb + i, how);
-		if (rc)
-			dev_warn_ratelimited(&vm->vdev->dev,
-					     "onlining memory block at %#llx as %s failed: %d\n",
-					     vm->base + (u64)(mb + i) * vm->mb_size,
-					     how, rc);
-	}
 }
 
 /* --- fake offline: evacuate a block with alloc_contig_range() ----------- */
@@ -697,7 +601,11 @@ static void vms_set_unit(struct vms *vm, unsigned long id, u8 state)
 	vm->units[id] = state;
 }
 
-/* Add a PLUGGED unit to Linux and online it per online_type. */
+/*
+ * Add a PLUGGED unit to Linux. The system policy (auto_online_blocks)
+ * onlines its blocks inside the call, or leaves them offline for udev /
+ * user space, as with upstream virtio_mem.
+ */
 static int vms_add_unit(struct vms *vm, unsigned long id)
 {
 	u64 start = vms_unit_start(vm, id);
@@ -715,7 +623,6 @@ static int vms_add_unit(struct vms *vm, unsigned long id)
 	}
 	vms_set_unit(vm, id, VMS_UNIT_ADDED);
 	vm->nr_added++;
-	vms_online_unit(vm, id);
 	return 0;
 }
 
@@ -737,8 +644,6 @@ static int vms_add_units(struct vms *vm, unsigned long first, unsigned long n)
 		vms_set_unit(vm, id, VMS_UNIT_ADDED);
 		vm->nr_added++;
 	}
-	for (id = first; id < first + n; id++)
-		vms_online_unit(vm, id);
 	return 0;
 }
 

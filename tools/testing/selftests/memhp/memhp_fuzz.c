@@ -88,8 +88,6 @@ static const struct rule rules[] = {
 	{ "policy", RULE_WORDS, { "strict", "fallback" } },
 	{ "mode", RULE_WORDS, { "split", "single", "bitmap" } },
 	{ "kreclaim_home", RULE_WORDS, { "pinned", "hotplug" } },
-	{ "online_type", RULE_WORDS, { "auto", "offline", "online", "kernel",
-				       "movable" } },
 	/* Module loaded without ranges=: nothing can be probed or removed. */
 	{ "probe", RULE_NEVER, { NULL }, "probed" },
 	{ "remove", RULE_NEVER, { NULL }, "probed" },
