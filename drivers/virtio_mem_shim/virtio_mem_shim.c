@@ -36,7 +36,10 @@
  * MEM_GOING_* to the final event of one online/offline operation, so the
  * worker never holds it while calling into the hotplug core. vm->state_lock
  * (spinlock) guards the guest target and the removing flag, which are
- * touched from sysfs and the config-change callback.
+ * touched from sysfs and the config-change callback. Fields that sysfs or
+ * debugfs read without the lock their writers hold are written with
+ * WRITE_ONCE() and read with READ_ONCE(); each field says which lock
+ * guards it.
  *
  * See Documentation/admin-guide/virtio_mem_shim.rst.
  */
@@ -109,31 +112,40 @@ struct vms {
 	struct virtio_mem_req req;
 	struct virtio_mem_resp resp;
 
-	/* Device configuration; the first four never change. */
+	/* Device configuration, set at probe; never changes. */
 	u64 block_size;
 	u64 addr;
 	u64 region_size;
 	int nid;
+	/*
+	 * Changing device configuration, re-read by the worker under vm->lock;
+	 * requested_size is also read by sysfs without it (WRITE_ONCE).
+	 */
 	u64 usable_region_size;
 	u64 dev_plugged_size;
 	u64 requested_size;
 
-	/* Our layout: units of unit_size from base, nr_usable of nr_units. */
+	/* Our layout, set at probe: units of unit_size from base. */
 	u64 mb_size;
 	u64 unit_size;
 	u64 base;
 	unsigned long nr_units;
-	unsigned long nr_usable;
 	unsigned long mbs_per_unit;
 
 	/* Serialises the worker, device requests and the fields below. */
 	struct mutex lock;
+	/* Usable units; read by sysfs without vm->lock (WRITE_ONCE). */
+	unsigned long nr_usable;
 	u8 *units;		/* enum vms_unit_state per unit */
 	u64 plugged;		/* bytes of PLUGGED + ADDED units */
 	u64 added;		/* bytes of ADDED units */
 	bool started;		/* startup scan of plugged memory done */
-	unsigned int retry_ms;
-	u64 short_bytes;	/* last unplug shortfall, and its error */
+	unsigned int retry_ms;	/* next retry delay, 0: none pending */
+	/*
+	 * Last unplug shortfall and its error; read by sysfs without vm->lock
+	 * (WRITE_ONCE).
+	 */
+	u64 short_bytes;
 	int short_err;
 	int last_err;
 	struct delayed_work work;
@@ -145,12 +157,16 @@ struct vms {
 	bool guest_target_set;
 	u64 guest_target;
 
-	/* Per memory block fake-offline state, under hotplug_mutex. */
+	/*
+	 * Per memory block fake-offline state, under hotplug_mutex; debugfs
+	 * reads it without that lock (WRITE_ONCE).
+	 */
 	struct mutex hotplug_mutex;
 	bool hotplug_active;
 	u8 *mb_state;
 	struct notifier_block memory_nb;
 
+	/* Set at probe; left behind with memory that stays added. */
 	int mgid;
 	struct resource *parent;
 	const char *parent_name;
@@ -205,7 +221,25 @@ MODULE_PARM_DESC(unplug_reserve_mb,
  * per memory block.
  */
 static unsigned long vms_plug_batch;
-module_param_named(plug_batch, vms_plug_batch, ulong, 0644);
+
+/* The batch parameters are read with READ_ONCE() by the worker. */
+static int vms_ulong_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned long v;
+	int rc = kstrtoul(val, 0, &v);
+
+	if (rc)
+		return rc;
+	WRITE_ONCE(*(unsigned long *)kp->arg, v);
+	return 0;
+}
+
+static const struct kernel_param_ops vms_ulong_ops = {
+	.set = vms_ulong_set,
+	.get = param_get_ulong,
+};
+
+module_param_cb(plug_batch, &vms_ulong_ops, &vms_plug_batch, 0644);
 MODULE_PARM_DESC(plug_batch, "Max units plugged with one request (0 = no limit)");
 
 /*
@@ -214,7 +248,7 @@ MODULE_PARM_DESC(plug_batch, "Max units plugged with one request (0 = no limit)"
  * like upstream's SBM, for comparing the two ways on the same device.
  */
 static unsigned long vms_add_batch;
-module_param_named(add_batch, vms_add_batch, ulong, 0644);
+module_param_cb(add_batch, &vms_ulong_ops, &vms_add_batch, 0644);
 MODULE_PARM_DESC(add_batch, "Max units added with one add_memory call (0 = no limit)");
 
 static struct dentry *vms_debugfs_root;
@@ -351,18 +385,23 @@ static void vms_update_usable(struct vms *vm)
 			pluggable.end + 1);
 
 	if (end <= vm->base)
-		vm->nr_usable = 0;
+		WRITE_ONCE(vm->nr_usable, 0);
 	else
-		vm->nr_usable = min_t(u64, div64_u64(end - vm->base, vm->unit_size),
-				      vm->nr_units);
+		WRITE_ONCE(vm->nr_usable,
+			   min_t(u64, div64_u64(end - vm->base, vm->unit_size),
+				 vm->nr_units));
 }
 
-/* Re-read the changing config fields; a new host request wins. */
+/*
+ * Re-read the changing config fields (caller holds vm->lock); a new host
+ * request wins.
+ */
 static void vms_refresh_config(struct vms *vm)
 {
 	u64 requested, plugged;
 	unsigned long flags;
 
+	lockdep_assert_held(&vm->lock);
 	virtio_cread_le(vm->vdev, struct virtio_mem_config, usable_region_size,
 			&vm->usable_region_size);
 	virtio_cread_le(vm->vdev, struct virtio_mem_config, plugged_size,
@@ -384,7 +423,7 @@ static void vms_refresh_config(struct vms *vm)
 		spin_unlock_irqrestore(&vm->state_lock, flags);
 		vm->retry_ms = 0;
 	}
-	vm->requested_size = requested;
+	WRITE_ONCE(vm->requested_size, requested);
 	vms_update_usable(vm);
 }
 
@@ -483,7 +522,7 @@ static int vms_fake_offline_mb(struct vms *vm, unsigned long mb)
 		goto out;
 	vms_set_offline_pages(pfn, nr, true);
 	adjust_managed_page_count(pfn_to_page(pfn), -(long)nr);
-	vm->mb_state[mb] = VMS_MB_FAKE;
+	WRITE_ONCE(vm->mb_state[mb], VMS_MB_FAKE);
 out:
 	mutex_unlock(&vm->hotplug_mutex);
 	return rc;
@@ -499,7 +538,7 @@ static void vms_fake_online_mb(struct vms *vm, unsigned long mb)
 		vms_set_offline_pages(pfn, nr, false);
 		free_contig_range(pfn, nr);
 		adjust_managed_page_count(pfn_to_page(pfn), nr);
-		vm->mb_state[mb] = VMS_MB_NORMAL;
+		WRITE_ONCE(vm->mb_state[mb], VMS_MB_NORMAL);
 	}
 	/*
 	 * VMS_MB_FAKE_DROPPED: the block went offline with our pages and could
@@ -546,7 +585,7 @@ static int vms_memory_notify(struct notifier_block *nb, unsigned long action,
 				page_ref_dec(pfn_to_page(pfn + i));
 			/* offline_pages() takes all pages off the count. */
 			adjust_managed_page_count(pfn_to_page(pfn), nr);
-			vm->mb_state[mb] = VMS_MB_FAKE_DROPPED;
+			WRITE_ONCE(vm->mb_state[mb], VMS_MB_FAKE_DROPPED);
 		}
 		break;
 	case MEM_GOING_ONLINE:
@@ -566,7 +605,7 @@ static int vms_memory_notify(struct notifier_block *nb, unsigned long action,
 			for (i = 0; i < nr; i++)
 				page_ref_inc(pfn_to_page(pfn + i));
 			adjust_managed_page_count(pfn_to_page(pfn), -(long)nr);
-			vm->mb_state[mb] = VMS_MB_FAKE;
+			WRITE_ONCE(vm->mb_state[mb], VMS_MB_FAKE);
 		}
 		vm->hotplug_active = false;
 		mutex_unlock(&vm->hotplug_mutex);
@@ -718,7 +757,7 @@ static int vms_remove_unit(struct vms *vm, unsigned long id)
 	}
 	mutex_lock(&vm->hotplug_mutex);
 	for (i = 0; i < vm->mbs_per_unit; i++)
-		vm->mb_state[mb + i] = VMS_MB_NORMAL;
+		WRITE_ONCE(vm->mb_state[mb + i], VMS_MB_NORMAL);
 	mutex_unlock(&vm->hotplug_mutex);
 	vms_set_unit(vm, id, VMS_UNIT_PLUGGED);
 	vm->nr_removed++;
@@ -800,8 +839,8 @@ static void vms_report_shortfall(struct vms *vm, u64 bytes, int err)
 {
 	if (bytes == vm->short_bytes && err == vm->short_err)
 		return;
-	vm->short_bytes = bytes;
-	vm->short_err = err;
+	WRITE_ONCE(vm->short_bytes, bytes);
+	WRITE_ONCE(vm->short_err, err);
 	if (bytes)
 		dev_info(&vm->vdev->dev,
 			 "could not unplug %llu MiB (plugged %llu MiB, goal %llu MiB): error %d; retrying\n",
