@@ -29,17 +29,24 @@
  *    driver instance) is adopted unit by unit after a STATE request.
  *  - At unbind/unload everything that can be unplugged is; what cannot stay
  *    as plain System RAM (reported), and is adopted by the next bind.
+ *  - Device responses follow the virtio-mem specification as upstream
+ *    handles them: BUSY is retried later (retry_timer, with back-off);
+ *    NACK makes the driver re-read the config at once and not repeat the
+ *    refused request (see vms_nacked()); ERROR or a response the request
+ *    cannot have marks the device broken: one log line, "broken" in the
+ *    sysfs state file, no further requests.
  *
  * Locking: vm->lock serialises the worker (the only sender of device
- * requests after probe) and unit state. vm->hotplug_mutex guards the
- * per-memory-block fake-offline state; the memory notifier holds it from
- * MEM_GOING_* to the final event of one online/offline operation, so the
- * worker never holds it while calling into the hotplug core. vm->state_lock
- * (spinlock) guards the guest target and the removing flag, which are
- * touched from sysfs and the config-change callback. Fields that sysfs or
- * debugfs read without the lock their writers hold are written with
- * WRITE_ONCE() and read with READ_ONCE(); each field says which lock
- * guards it.
+ * requests after probe, besides remove) and unit state. vm->hotplug_mutex
+ * guards the per-memory-block fake-offline state; the memory notifier
+ * holds it from MEM_GOING_* to the final event of one online/offline
+ * operation, so the worker never holds it while calling into the hotplug
+ * core. vm->state_lock (spinlock, also taken from the retry timer's
+ * hardirq context) guards the guest target, the NACK level and the
+ * removing flag, which are touched from sysfs and the config-change
+ * callback. Fields that sysfs reads without the lock its writers hold are
+ * written with WRITE_ONCE() and read with READ_ONCE(); each field says
+ * which lock guards it.
  *
  * See Documentation/admin-guide/virtio_mem_shim.rst.
  */
@@ -64,6 +71,7 @@
 #include <linux/spinlock.h>
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
+#include <linux/hrtimer.h>
 #include <linux/scatterlist.h>
 #include <linux/bitmap.h>
 #include <linux/slab.h>
@@ -148,14 +156,33 @@ struct vms {
 	u64 short_bytes;
 	int short_err;
 	int last_err;
-	struct delayed_work work;
+	/*
+	 * The device answered ERROR or something impossible: no more requests.
+	 * Written under vm->lock, read by sysfs without it (WRITE_ONCE).
+	 */
+	bool broken;
+
+	/*
+	 * The worker, queued at once by config changes, sysfs and the retry
+	 * timer; the timer only queues it, so a retry never delays a config
+	 * change (like upstream's retry_timer).
+	 */
+	struct work_struct work;
+	struct hrtimer retry_timer;
 	atomic_t config_changed;
 
-	/* Guest-side target and removal flag, under state_lock. */
+	/* Guest-side target, NACK level and removal flag, under state_lock. */
 	spinlock_t state_lock;
 	bool removing;
 	bool guest_target_set;
 	u64 guest_target;
+	/*
+	 * 0: no NACK since the last new target; 1: the device refused a
+	 * request for the guest target, follow the host's requested_size; 2:
+	 * it refused one within requested_size too, send no more until the
+	 * host or the guest sets a new target.
+	 */
+	unsigned int nack_level;
 
 	/*
 	 * Per memory block fake-offline state, under hotplug_mutex; debugfs
@@ -268,112 +295,11 @@ static inline unsigned long vms_mb_pages(const struct vms *vm)
 	return PHYS_PFN(vm->mb_size);
 }
 
-/* --- device requests --------------------------------------------------- */
-
 static void vms_vq_done(struct virtqueue *vq)
 {
 	struct vms *vm = vq->vdev->priv;
 
 	wake_up(&vm->host_resp);
-}
-
-/* Send vm->req and wait for the response type. Caller holds vm->lock. */
-static int vms_send(struct vms *vm)
-{
-	struct scatterlist sg_req, sg_resp, *sgs[2] = { &sg_req, &sg_resp };
-	unsigned int len;
-	int rc;
-
-	lockdep_assert_held(&vm->lock);
-	sg_init_one(&sg_req, &vm->req, sizeof(vm->req));
-	sg_init_one(&sg_resp, &vm->resp, sizeof(vm->resp));
-	rc = virtqueue_add_sgs(vm->vq, sgs, 1, 1, vm, GFP_KERNEL);
-	if (rc < 0)
-		return rc;
-	virtqueue_kick(vm->vq);
-	wait_event(vm->host_resp, virtqueue_get_buf(vm->vq, &len));
-	return virtio16_to_cpu(vm->vdev, vm->resp.type);
-}
-
-static void vms_fill_req(struct vms *vm, u16 type, u64 addr, u64 nb)
-{
-	memset(&vm->req, 0, sizeof(vm->req));
-	vm->req.type = cpu_to_virtio16(vm->vdev, type);
-	vm->req.u.plug.addr = cpu_to_virtio64(vm->vdev, addr);
-	vm->req.u.plug.nb_blocks = cpu_to_virtio16(vm->vdev, nb);
-}
-
-/* Map a response to an errno and count it. */
-static int vms_resp_errno(struct vms *vm, int resp)
-{
-	switch (resp) {
-	case VIRTIO_MEM_RESP_ACK:
-		return 0;
-	case VIRTIO_MEM_RESP_NACK:
-		vm->nr_nack++;
-		return -ENOSPC;		/* beyond requested_size */
-	case VIRTIO_MEM_RESP_BUSY:
-		vm->nr_busy++;
-		return -ETXTBSY;	/* device busy (e.g. migration) */
-	case VIRTIO_MEM_RESP_ERROR:
-		vm->nr_error++;
-		return -EINVAL;
-	default:
-		return resp < 0 ? resp : -EIO;
-	}
-}
-
-/* PLUG or UNPLUG [addr, addr + size); updates dev_plugged_size. */
-static int vms_change_range(struct vms *vm, u16 type, u64 addr, u64 size)
-{
-	u64 nb = div64_u64(size, vm->block_size);
-	int rc;
-
-	while (nb) {
-		u64 n = min_t(u64, nb, VMS_MAX_BLOCKS_PER_REQ);
-
-		vms_fill_req(vm, type, addr, n);
-		if (type == VIRTIO_MEM_REQ_PLUG)
-			vm->nr_plug_req++;
-		else
-			vm->nr_unplug_req++;
-		rc = vms_resp_errno(vm, vms_send(vm));
-		if (rc)
-			return rc;
-		if (type == VIRTIO_MEM_REQ_PLUG)
-			vm->dev_plugged_size += n * vm->block_size;
-		else
-			vm->dev_plugged_size -= n * vm->block_size;
-		addr += n * vm->block_size;
-		nb -= n;
-	}
-	return 0;
-}
-
-/* STATE of [addr, addr + size): VIRTIO_MEM_STATE_* or -errno. */
-static int vms_state(struct vms *vm, u64 addr, u64 size)
-{
-	int rc;
-
-	vms_fill_req(vm, VIRTIO_MEM_REQ_STATE, addr,
-		     div64_u64(size, vm->block_size));
-	vm->nr_state_req++;
-	rc = vms_resp_errno(vm, vms_send(vm));
-	if (rc)
-		return rc;
-	return virtio16_to_cpu(vm->vdev, vm->resp.u.state.state);
-}
-
-static int vms_unplug_all(struct vms *vm)
-{
-	int rc;
-
-	vms_fill_req(vm, VIRTIO_MEM_REQ_UNPLUG_ALL, 0, 0);
-	vm->nr_unplug_req++;
-	rc = vms_resp_errno(vm, vms_send(vm));
-	if (!rc)
-		vm->dev_plugged_size = 0;
-	return rc;
 }
 
 /* --- configuration ----------------------------------------------------- */
@@ -394,7 +320,7 @@ static void vms_update_usable(struct vms *vm)
 
 /*
  * Re-read the changing config fields (caller holds vm->lock); a new host
- * request wins.
+ * request wins over the guest target and ends a NACK stall.
  */
 static void vms_refresh_config(struct vms *vm)
 {
@@ -420,6 +346,7 @@ static void vms_refresh_config(struct vms *vm)
 				 "host requested %llu bytes: dropping guest target %llu\n",
 				 requested, vm->guest_target);
 		vm->guest_target_set = false;
+		vm->nack_level = 0;
 		spin_unlock_irqrestore(&vm->state_lock, flags);
 		vm->retry_ms = 0;
 	}
@@ -427,18 +354,211 @@ static void vms_refresh_config(struct vms *vm)
 	vms_update_usable(vm);
 }
 
-/* The size we steer to: a multiple of unit_size. */
+/*
+ * The size we steer to, a multiple of unit_size: the guest target if one is
+ * set and the device has not refused it, else the host's requested_size.
+ * A guest target may be above requested_size: the device decides (QEMU
+ * NACKs a PLUG beyond it, see vms_nacked()).
+ */
 static u64 vms_goal(struct vms *vm)
 {
 	unsigned long flags;
 	u64 goal;
 
 	spin_lock_irqsave(&vm->state_lock, flags);
-	goal = vm->guest_target_set ? vm->guest_target : vm->requested_size;
+	goal = vm->guest_target_set && !vm->nack_level ? vm->guest_target :
+							  vm->requested_size;
 	spin_unlock_irqrestore(&vm->state_lock, flags);
-	goal = min(goal, vm->requested_size);
 	goal = min_t(u64, goal, (u64)vm->nr_usable * vm->unit_size);
 	return round_down(goal, vm->unit_size);
+}
+
+static unsigned int vms_nack_level(struct vms *vm)
+{
+	unsigned long flags;
+	unsigned int level;
+
+	spin_lock_irqsave(&vm->state_lock, flags);
+	level = vm->nack_level;
+	spin_unlock_irqrestore(&vm->state_lock, flags);
+	return level;
+}
+
+/* --- device requests --------------------------------------------------- */
+
+/* Mark the device broken: one log line, no further requests. */
+static void vms_mark_broken(struct vms *vm, const char *why, int val)
+{
+	lockdep_assert_held(&vm->lock);
+	if (vm->broken)
+		return;
+	WRITE_ONCE(vm->broken, true);
+	dev_err(&vm->vdev->dev,
+		"%s (%d): marking the device broken, no more requests\n",
+		why, val);
+}
+
+/*
+ * Send vm->req and wait for the response type, or -EIO once the device is
+ * broken. Caller holds vm->lock.
+ */
+static int vms_send(struct vms *vm)
+{
+	struct scatterlist sg_req, sg_resp, *sgs[2] = { &sg_req, &sg_resp };
+	unsigned int len;
+	int rc;
+
+	lockdep_assert_held(&vm->lock);
+	if (vm->broken)
+		return -EIO;
+	sg_init_one(&sg_req, &vm->req, sizeof(vm->req));
+	sg_init_one(&sg_resp, &vm->resp, sizeof(vm->resp));
+	/* One request in flight: the queue cannot be full. */
+	rc = virtqueue_add_sgs(vm->vq, sgs, 1, 1, vm, GFP_KERNEL);
+	if (rc < 0) {
+		vms_mark_broken(vm, "cannot queue a request", rc);
+		return -EIO;
+	}
+	virtqueue_kick(vm->vq);
+	wait_event(vm->host_resp, virtqueue_get_buf(vm->vq, &len));
+	return virtio16_to_cpu(vm->vdev, vm->resp.type);
+}
+
+static void vms_fill_req(struct vms *vm, u16 type, u64 addr, u64 nb)
+{
+	memset(&vm->req, 0, sizeof(vm->req));
+	vm->req.type = cpu_to_virtio16(vm->vdev, type);
+	vm->req.u.plug.addr = cpu_to_virtio64(vm->vdev, addr);
+	vm->req.u.plug.nb_blocks = cpu_to_virtio16(vm->vdev, nb);
+}
+
+/*
+ * The device refused a request (NACK): its config may say more than ours,
+ * so re-read it now (upstream retries at once with the config re-read). If
+ * requested_size changed, that was all (-EAGAIN: the worker goes on at
+ * once with the new request). Otherwise the first NACK since the last new
+ * target makes us follow the host's requested_size instead of a guest
+ * target beyond it (-EAGAIN); a further one, within requested_size, stops
+ * requests until the host or the guest sets a new target (-ENOSPC, no
+ * retry), so a refused request is never repeated blindly.
+ */
+static int vms_nacked(struct vms *vm)
+{
+	u64 requested = vm->requested_size;
+	unsigned long flags;
+	unsigned int level;
+
+	vm->nr_nack++;
+	vms_refresh_config(vm);
+	if (vm->requested_size != requested)
+		return -EAGAIN;
+	spin_lock_irqsave(&vm->state_lock, flags);
+	level = min(vm->nack_level + 1, 2U);
+	vm->nack_level = level;
+	spin_unlock_irqrestore(&vm->state_lock, flags);
+	if (level == 1) {
+		dev_info_ratelimited(&vm->vdev->dev,
+				     "device refused a request (NACK): following its requested size %llu\n",
+				     vm->requested_size);
+		return -EAGAIN;
+	}
+	dev_warn_ratelimited(&vm->vdev->dev,
+			     "device refused a request within its requested size %llu (NACK): waiting for a new request\n",
+			     vm->requested_size);
+	return -ENOSPC;
+}
+
+/*
+ * Map a response to a request of @type to an errno and count it: 0 (ACK),
+ * -ETXTBSY (BUSY: retry later), vms_nacked()'s -EAGAIN / -ENOSPC (NACK, only
+ * for PLUG and UNPLUG), -EIO (ERROR or a response the request cannot have:
+ * the device is marked broken).
+ */
+static int vms_resp_errno(struct vms *vm, u16 type, int resp)
+{
+	if (resp < 0)
+		return resp;
+	switch (resp) {
+	case VIRTIO_MEM_RESP_ACK:
+		return 0;
+	case VIRTIO_MEM_RESP_NACK:
+		if (type != VIRTIO_MEM_REQ_PLUG && type != VIRTIO_MEM_REQ_UNPLUG)
+			break;
+		return vms_nacked(vm);
+	case VIRTIO_MEM_RESP_BUSY:
+		if (type == VIRTIO_MEM_REQ_STATE)
+			break;
+		vm->nr_busy++;
+		return -ETXTBSY;	/* device busy (e.g. migration) */
+	case VIRTIO_MEM_RESP_ERROR:
+		vm->nr_error++;
+		vms_mark_broken(vm, "device answered ERROR to a request of type",
+				type);
+		return -EIO;
+	}
+	vms_mark_broken(vm, "impossible response type", resp);
+	return -EIO;
+}
+
+/* PLUG or UNPLUG [addr, addr + size); updates dev_plugged_size. */
+static int vms_change_range(struct vms *vm, u16 type, u64 addr, u64 size)
+{
+	u64 nb = div64_u64(size, vm->block_size);
+	int rc;
+
+	while (nb) {
+		u64 n = min_t(u64, nb, VMS_MAX_BLOCKS_PER_REQ);
+
+		vms_fill_req(vm, type, addr, n);
+		if (type == VIRTIO_MEM_REQ_PLUG)
+			vm->nr_plug_req++;
+		else
+			vm->nr_unplug_req++;
+		rc = vms_resp_errno(vm, type, vms_send(vm));
+		if (rc)
+			return rc;
+		if (type == VIRTIO_MEM_REQ_PLUG)
+			vm->dev_plugged_size += n * vm->block_size;
+		else
+			vm->dev_plugged_size -= n * vm->block_size;
+		addr += n * vm->block_size;
+		nb -= n;
+	}
+	return 0;
+}
+
+/* STATE of [addr, addr + size): VIRTIO_MEM_STATE_* or -errno. */
+static int vms_state(struct vms *vm, u64 addr, u64 size)
+{
+	int rc;
+
+	vms_fill_req(vm, VIRTIO_MEM_REQ_STATE, addr,
+		     div64_u64(size, vm->block_size));
+	vm->nr_state_req++;
+	rc = vms_resp_errno(vm, VIRTIO_MEM_REQ_STATE, vms_send(vm));
+	if (rc)
+		return rc;
+	rc = virtio16_to_cpu(vm->vdev, vm->resp.u.state.state);
+	switch (rc) {
+	case VIRTIO_MEM_STATE_PLUGGED:
+	case VIRTIO_MEM_STATE_UNPLUGGED:
+	case VIRTIO_MEM_STATE_MIXED:
+		return rc;
+	}
+	vms_mark_broken(vm, "impossible STATE answer", rc);
+	return -EIO;
+}
+
+static int vms_unplug_all(struct vms *vm)
+{
+	int rc;
+
+	vms_fill_req(vm, VIRTIO_MEM_REQ_UNPLUG_ALL, 0, 0);
+	vm->nr_unplug_req++;
+	rc = vms_resp_errno(vm, VIRTIO_MEM_REQ_UNPLUG_ALL, vms_send(vm));
+	if (!rc)
+		vm->dev_plugged_size = 0;
+	return rc;
 }
 
 /* --- memory block state ------------------------------------------------ */
@@ -853,7 +973,9 @@ static void vms_report_shortfall(struct vms *vm, u64 bytes, int err)
 /*
  * Move the plugged size towards the goal one unit at a time, re-reading the
  * goal after each step. 0 when the goal is reached (or no more room),
- * -EAGAIN when the config changed, another -errno to retry later.
+ * -EAGAIN when the config changed or a first NACK made us follow the host,
+ * -ENOSPC after a NACK within requested_size (no request until a new
+ * target), -EIO when the device is broken, another -errno to retry later.
  */
 static int vms_reconcile(struct vms *vm, unsigned long *tried)
 {
@@ -864,6 +986,8 @@ static int vms_reconcile(struct vms *vm, unsigned long *tried)
 	int rc;
 
 	bitmap_zero(tried, vm->nr_units);
+	if (vms_nack_level(vm) >= 2)
+		return -ENOSPC;
 
 	/* Leftovers: plugged at the device but not added. */
 	for (id = 0; id < vm->nr_units; id++) {
@@ -916,6 +1040,9 @@ static int vms_reconcile(struct vms *vm, unsigned long *tried)
 		}
 		set_bit(pick, tried);
 		rc = vms_unplug_unit(vm, pick);
+		/* The device's answer, not this unit's: no other candidate. */
+		if (rc == -EAGAIN || rc == -ENOSPC || vm->broken)
+			return rc;
 		if (rc && !first_err)
 			first_err = rc;
 		if (!rc)
@@ -994,24 +1121,38 @@ static int vms_startup(struct vms *vm)
 	return 0;
 }
 
-static void vms_queue(struct vms *vm, unsigned long delay)
+/* Queue the worker at once, unless the device is going away. */
+static void vms_queue(struct vms *vm)
 {
 	unsigned long flags;
 
 	spin_lock_irqsave(&vm->state_lock, flags);
 	if (!vm->removing)
-		mod_delayed_work(system_freezable_wq, &vm->work, delay);
+		queue_work(system_freezable_wq, &vm->work);
 	spin_unlock_irqrestore(&vm->state_lock, flags);
+}
+
+/* The retry timer only queues the worker (hardirq context). */
+static enum hrtimer_restart vms_retry_timer_fn(struct hrtimer *timer)
+{
+	struct vms *vm = container_of(timer, struct vms, retry_timer);
+
+	vms_queue(vm);
+	return HRTIMER_NORESTART;
 }
 
 static void vms_work_fn(struct work_struct *work)
 {
-	struct vms *vm = container_of(to_delayed_work(work), struct vms, work);
+	struct vms *vm = container_of(work, struct vms, work);
 	unsigned long *tried;
 	int rc = 0;
 
+	/* Running now: a pending retry has nothing left to do. */
+	hrtimer_cancel(&vm->retry_timer);
 	tried = bitmap_zalloc(vm->nr_units, GFP_KERNEL);
 	mutex_lock(&vm->lock);
+	if (vm->broken)
+		goto out_unlock;
 	if (!tried) {
 		rc = -ENOMEM;
 		goto out;
@@ -1022,20 +1163,24 @@ static void vms_work_fn(struct work_struct *work)
 		if (!vm->started) {
 			rc = vms_startup(vm);
 			if (rc)
-				break;
+				continue;
 			vm->started = true;
 		}
 		rc = vms_reconcile(vm, tried);
 	} while (rc == -EAGAIN);
 out:
 	vm->last_err = rc;
-	if (rc) {
+	if (!rc || vm->broken || vms_nack_level(vm) >= 2) {
+		/* Done, or nothing to retry until a new request. */
+		vm->retry_ms = 0;
+	} else {
+		/* BUSY, busy memory, no memory: retry later, backing off. */
 		vm->retry_ms = clamp(vm->retry_ms * 2, VMS_RETRY_MIN_MS,
 				     VMS_RETRY_MAX_MS);
-		vms_queue(vm, msecs_to_jiffies(vm->retry_ms));
-	} else {
-		vm->retry_ms = 0;
+		hrtimer_start(&vm->retry_timer, ms_to_ktime(vm->retry_ms),
+			      HRTIMER_MODE_REL);
 	}
+out_unlock:
 	mutex_unlock(&vm->lock);
 	bitmap_free(tried);
 }
@@ -1045,7 +1190,7 @@ static void vms_config_changed(struct virtio_device *vdev)
 	struct vms *vm = vdev->priv;
 
 	atomic_set(&vm->config_changed, 1);
-	vms_queue(vm, 0);
+	vms_queue(vm);
 }
 
 /* --- sysfs ------------------------------------------------------------- */
@@ -1114,6 +1259,23 @@ static ssize_t unplug_shortfall_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(unplug_shortfall);
 
+/*
+ * ready, nacked (a guest target was refused: following the host), stalled
+ * (a request within requested_size was refused: waiting for a new target)
+ * or broken (ERROR or an impossible response: no more requests).
+ */
+static ssize_t state_show(struct device *dev, struct device_attribute *attr,
+			  char *buf)
+{
+	static const char * const names[] = { "ready", "nacked", "stalled" };
+	struct vms *vm = dev_to_vms(dev);
+
+	if (READ_ONCE(vm->broken))
+		return sysfs_emit(buf, "broken\n");
+	return sysfs_emit(buf, "%s\n", names[vms_nack_level(vm)]);
+}
+static DEVICE_ATTR_RO(state);
+
 static ssize_t target_size_show(struct device *dev,
 				struct device_attribute *attr, char *buf)
 {
@@ -1131,8 +1293,9 @@ static ssize_t target_size_show(struct device *dev,
 
 /*
  * "host" follows the host again; otherwise a size (memparse suffixes K, M,
- * G allowed) that is a multiple of unit_size, inside the usable region and
- * not above requested_size (the device refuses to plug beyond it).
+ * G allowed) that is a multiple of unit_size, inside the usable region. It
+ * may be above requested_size: the device decides (QEMU refuses, see
+ * vms_nacked()). Either starts over after a NACK.
  */
 /*
  * A size as memparse() reads it: a number (decimal, 0x hex or 0 octal) and
@@ -1190,8 +1353,9 @@ static ssize_t target_size_store(struct device *dev,
 	if (sysfs_streq(buf, "host")) {
 		spin_lock_irqsave(&vm->state_lock, flags);
 		vm->guest_target_set = false;
+		vm->nack_level = 0;
 		spin_unlock_irqrestore(&vm->state_lock, flags);
-		vms_queue(vm, 0);
+		vms_queue(vm);
 		return count;
 	}
 	ret = vms_parse_size(buf, &t);
@@ -1200,13 +1364,14 @@ static ssize_t target_size_store(struct device *dev,
 	if (!IS_ALIGNED(t, vm->unit_size))
 		return -EINVAL;
 	cap = (u64)READ_ONCE(vm->nr_usable) * vm->unit_size;
-	if (t > cap || t > READ_ONCE(vm->requested_size))
+	if (t > cap)
 		return -ERANGE;
 	spin_lock_irqsave(&vm->state_lock, flags);
 	vm->guest_target = t;
 	vm->guest_target_set = true;
+	vm->nack_level = 0;
 	spin_unlock_irqrestore(&vm->state_lock, flags);
-	vms_queue(vm, 0);
+	vms_queue(vm);
 	return count;
 }
 static DEVICE_ATTR_RW(target_size);
@@ -1219,6 +1384,7 @@ static struct attribute *vms_attrs[] = {
 	&dev_attr_region.attr,
 	&dev_attr_target_size.attr,
 	&dev_attr_unplug_shortfall.attr,
+	&dev_attr_state.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(vms);
@@ -1273,6 +1439,8 @@ static int vms_stats_show(struct seq_file *m, void *unused)
 	seq_printf(m, "last_error %d\nretry_ms %u\nlast_grow_ns %llu\nlast_shrink_ns %llu\n",
 		   vm->last_err, vm->retry_ms, vm->last_grow_ns,
 		   vm->last_shrink_ns);
+	seq_printf(m, "nack_level %u\nbroken %d\n", vms_nack_level(vm),
+		   vm->broken);
 	mutex_unlock(&vm->lock);
 	return 0;
 }
@@ -1397,7 +1565,9 @@ static int vms_probe(struct virtio_device *vdev)
 	mutex_init(&vm->lock);
 	mutex_init(&vm->hotplug_mutex);
 	spin_lock_init(&vm->state_lock);
-	INIT_DELAYED_WORK(&vm->work, vms_work_fn);
+	INIT_WORK(&vm->work, vms_work_fn);
+	hrtimer_init(&vm->retry_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
+	vm->retry_timer.function = vms_retry_timer_fn;
 	vm->memory_nb.notifier_call = vms_memory_notify;
 	vm->mgid = -1;
 
@@ -1445,7 +1615,7 @@ static int vms_probe(struct virtio_device *vdev)
 
 	virtio_device_ready(vdev);
 	/* Startup scan, then follow requested_size. */
-	vms_queue(vm, 0);
+	vms_queue(vm);
 	return 0;
 
 err_group:
@@ -1469,7 +1639,12 @@ static void vms_remove(struct virtio_device *vdev)
 	spin_lock_irqsave(&vm->state_lock, flags);
 	vm->removing = true;
 	spin_unlock_irqrestore(&vm->state_lock, flags);
-	cancel_delayed_work_sync(&vm->work);
+	/*
+	 * Nothing queues the worker now (vms_queue() checks removing, also
+	 * for the timer); once it stopped, it cannot arm the timer again.
+	 */
+	cancel_work_sync(&vm->work);
+	hrtimer_cancel(&vm->retry_timer);
 	debugfs_remove_recursive(vm->dbg);
 
 	/* Unplug everything that can go; report what cannot. */
