@@ -1058,10 +1058,13 @@ static int vms_reconcile(struct vms *vm, unsigned long *tried)
 
 /*
  * Memory plugged before we bound: if none of it is present in Linux, drop
- * it all with UNPLUG_ALL; otherwise adopt it unit by unit.
+ * it all with UNPLUG_ALL; otherwise adopt it unit by unit. STATE is asked
+ * only inside the usable region: the device answers ERROR beyond it (and
+ * keeps nothing plugged there), which would mark it broken.
  */
 static int vms_startup(struct vms *vm)
 {
+	u64 usable_end = vm->addr + vm->usable_region_size;
 	unsigned long id, mb, i;
 	bool present_any = false;
 	int rc;
@@ -1083,14 +1086,21 @@ static int vms_startup(struct vms *vm)
 
 	for (id = 0; id < vm->nr_units; id++) {
 		u64 start = vms_unit_start(vm, id);
+		u64 end = min(start + vm->unit_size, usable_end);
 		bool present = false;
 
 		for (i = 0; i < vm->mbs_per_unit; i++)
 			if (pfn_valid(vms_mb_pfn(vm, id * vm->mbs_per_unit + i)))
 				present = true;
-		rc = vms_state(vm, start, vm->unit_size);
+		if (start >= usable_end)
+			rc = VIRTIO_MEM_STATE_UNPLUGGED;
+		else
+			rc = vms_state(vm, start, end - start);
 		if (rc < 0)
 			return rc;
+		/* A unit cut by the end of the usable region is not all plugged. */
+		if (rc == VIRTIO_MEM_STATE_PLUGGED && end < start + vm->unit_size)
+			rc = VIRTIO_MEM_STATE_MIXED;
 		if (rc == VIRTIO_MEM_STATE_PLUGGED) {
 			vms_set_unit(vm, id, present ? VMS_UNIT_ADDED :
 						       VMS_UNIT_PLUGGED);
@@ -1107,8 +1117,7 @@ static int vms_startup(struct vms *vm)
 			u64 a;
 
 			/* Unused and partially plugged: unplug block-wise. */
-			for (a = start; a < start + vm->unit_size;
-			     a += vm->block_size) {
+			for (a = start; a < end; a += vm->block_size) {
 				rc = vms_state(vm, a, vm->block_size);
 				if (rc == VIRTIO_MEM_STATE_PLUGGED)
 					rc = vms_change_range(vm, VIRTIO_MEM_REQ_UNPLUG,
