@@ -11,7 +11,8 @@
  *    device block size and the Linux memory block size. Every added unit is
  *    fully plugged, so no online_page callback is needed.
  *  - The target is the host's requested_size, unless the guest wrote
- *    target_size in sysfs (a new host request wins again).
+ *    target_size in sysfs (a new host request, or the device's NACK of
+ *    the guest target, makes it the host's again).
  *  - Growing: PLUG a unit and add_memory_driver_managed() it. Onlining is
  *    left to the system policy, as upstream virtio_mem does: the core
  *    onlines the blocks inside the call per auto_online_blocks, or they stay
