@@ -11,10 +11,12 @@
  *    device block size and the Linux memory block size. Every added unit is
  *    fully plugged, so no online_page callback is needed.
  *  - The target is the host's requested_size, unless the guest wrote
- *    target_size in sysfs (a new host request wins again).
- *  - Growing: PLUG a unit, add_memory_driver_managed() it, and (module
- *    parameter online_type) online its blocks through sysfs if the system's
- *    auto-online policy left them offline.
+ *    target_size in sysfs (a new host request, or the device's NACK of
+ *    the guest target, makes it the host's again).
+ *  - Growing: PLUG a unit and add_memory_driver_managed() it. Onlining is
+ *    left to the system policy, as upstream virtio_mem does: the core
+ *    onlines the blocks inside the call per auto_online_blocks, or they stay
+ *    offline for udev / user space.
  *  - Shrinking: units that are offline first, then all-movable ones, then
  *    the rest, highest address first. The online memory blocks of a unit are
  *    first evacuated with alloc_contig_range() ("fake offline": the pages
@@ -28,14 +30,24 @@
  *    driver instance) is adopted unit by unit after a STATE request.
  *  - At unbind/unload everything that can be unplugged is; what cannot stay
  *    as plain System RAM (reported), and is adopted by the next bind.
+ *  - Device responses follow the virtio-mem specification as upstream
+ *    handles them: BUSY is retried later (retry_timer, with back-off);
+ *    NACK makes the driver re-read the config at once and not repeat the
+ *    refused request (see vms_nacked()); ERROR or a response the request
+ *    cannot have marks the device broken: one log line, "broken" in the
+ *    sysfs state file, no further requests.
  *
  * Locking: vm->lock serialises the worker (the only sender of device
- * requests after probe) and unit state. vm->hotplug_mutex guards the
- * per-memory-block fake-offline state; the memory notifier holds it from
- * MEM_GOING_* to the final event of one online/offline operation, so the
- * worker never holds it while calling into the hotplug core. vm->state_lock
- * (spinlock) guards the guest target and the removing flag, which are
- * touched from sysfs and the config-change callback.
+ * requests after probe, besides remove) and unit state. vm->hotplug_mutex
+ * guards the per-memory-block fake-offline state; the memory notifier
+ * holds it from MEM_GOING_* to the final event of one online/offline
+ * operation, so the worker never holds it while calling into the hotplug
+ * core. vm->state_lock (spinlock, also taken from the retry timer's
+ * hardirq context) guards the guest target, the NACK level and the
+ * removing flag, which are touched from sysfs and the config-change
+ * callback. Fields that sysfs reads without the lock its writers hold are
+ * written with WRITE_ONCE() and read with READ_ONCE(); each field says
+ * which lock guards it.
  *
  * See Documentation/admin-guide/virtio_mem_shim.rst.
  */
@@ -60,15 +72,13 @@
 #include <linux/spinlock.h>
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
-#include <linux/fs.h>
-#include <linux/delay.h>
+#include <linux/hrtimer.h>
 #include <linux/scatterlist.h>
 #include <linux/bitmap.h>
 #include <linux/slab.h>
 #include <linux/sizes.h>
 #include <linux/overflow.h>
 #include <linux/ctype.h>
-#include <linux/sched/signal.h>
 #include <linux/acpi.h>
 
 #define VMS_RESOURCE_NAME	"System RAM (virtio_mem_shim)"
@@ -111,51 +121,88 @@ struct vms {
 	struct virtio_mem_req req;
 	struct virtio_mem_resp resp;
 
-	/* Device configuration; the first four never change. */
+	/* Device configuration, set at probe; never changes. */
 	u64 block_size;
 	u64 addr;
 	u64 region_size;
 	int nid;
+	/*
+	 * Changing device configuration, re-read by the worker under vm->lock;
+	 * requested_size is also read by sysfs without it (WRITE_ONCE).
+	 */
 	u64 usable_region_size;
 	u64 dev_plugged_size;
 	u64 requested_size;
 
-	/* Our layout: units of unit_size from base, nr_usable of nr_units. */
+	/* Our layout, set at probe: units of unit_size from base. */
 	u64 mb_size;
 	u64 unit_size;
 	u64 base;
 	unsigned long nr_units;
-	unsigned long nr_usable;
 	unsigned long mbs_per_unit;
 
 	/* Serialises the worker, device requests and the fields below. */
 	struct mutex lock;
+	/* Usable units; read by sysfs without vm->lock (WRITE_ONCE). */
+	unsigned long nr_usable;
 	u8 *units;		/* enum vms_unit_state per unit */
 	u64 plugged;		/* bytes of PLUGGED + ADDED units */
 	u64 added;		/* bytes of ADDED units */
 	bool started;		/* startup scan of plugged memory done */
-	unsigned int retry_ms;
-	u64 short_bytes;	/* last unplug shortfall, and its error */
+	unsigned int retry_ms;	/* next retry delay, 0: none pending */
+	/*
+	 * Last unplug shortfall and its error; read by sysfs without vm->lock
+	 * (WRITE_ONCE).
+	 */
+	u64 short_bytes;
 	int short_err;
 	int last_err;
-	struct delayed_work work;
+	/*
+	 * The device answered ERROR or something impossible: no more requests.
+	 * Written under vm->lock, read by sysfs without it (WRITE_ONCE).
+	 */
+	bool broken;
+
+	/*
+	 * The worker, queued at once by config changes, sysfs and the retry
+	 * timer; the timer only queues it, so a retry never delays a config
+	 * change (like upstream's retry_timer).
+	 */
+	struct work_struct work;
+	struct hrtimer retry_timer;
 	atomic_t config_changed;
 
-	/* Guest-side target and removal flag, under state_lock. */
+	/* Guest-side target, NACK level and removal flag, under state_lock. */
 	spinlock_t state_lock;
 	bool removing;
 	bool guest_target_set;
 	u64 guest_target;
+	/*
+	 * 0: no NACK since the last new target; 1: the device refused a
+	 * request for the guest target, follow the host's requested_size; 2:
+	 * it refused one within requested_size too, send no more until the
+	 * host or the guest sets a new target.
+	 */
+	unsigned int nack_level;
 
-	/* Per memory block fake-offline state, under hotplug_mutex. */
+	/*
+	 * Per memory block fake-offline state, under hotplug_mutex; debugfs
+	 * reads it without that lock (WRITE_ONCE).
+	 */
 	struct mutex hotplug_mutex;
 	bool hotplug_active;
 	u8 *mb_state;
 	struct notifier_block memory_nb;
 
+	/* Set at probe; left behind with memory that stays added. */
 	int mgid;
 	struct resource *parent;
 	const char *parent_name;
+	/*
+	 * Name of our System RAM resources: the resource tree keeps the
+	 * pointer as long as the memory stays added, also after unload.
+	 */
+	const char *resource_name;
 	struct dentry *dbg;
 
 	/* Statistics (vm->lock). */
@@ -165,46 +212,6 @@ struct vms {
 	unsigned long nr_free_evac;
 	u64 last_grow_ns, last_shrink_ns;
 };
-
-/*
- * How hot-added blocks get onlined: "auto" leaves it to the system policy
- * (auto_online_blocks / udev); "movable", "kernel" and "online" make the
- * driver write that state to memoryN/state when the block is still offline
- * after adding; "offline" leaves blocks offline.
- */
-static const char * const vms_online_strs[] = {
-	"auto", "offline", "online", "kernel", "movable",
-};
-
-static const char * const vms_online_writes[] = {
-	NULL, NULL, "online", "online_kernel", "online_movable",
-};
-
-static int vms_online_type = 4;	/* movable */
-
-static int vms_online_type_set(const char *val, const struct kernel_param *kp)
-{
-	int i = sysfs_match_string(vms_online_strs, val);
-
-	if (i < 0)
-		return -EINVAL;
-	WRITE_ONCE(vms_online_type, i);
-	return 0;
-}
-
-static int vms_online_type_get(char *buf, const struct kernel_param *kp)
-{
-	return sysfs_emit(buf, "%s\n", vms_online_strs[READ_ONCE(vms_online_type)]);
-}
-
-static const struct kernel_param_ops vms_online_type_ops = {
-	.set = vms_online_type_set,
-	.get = vms_online_type_get,
-};
-
-module_param_cb(online_type, &vms_online_type_ops, NULL, 0644);
-MODULE_PARM_DESC(online_type,
-		 "Online added blocks: auto|offline|online|kernel|movable (default movable)");
 
 /*
  * Evacuating a block migrates its used pages elsewhere; alloc_contig_range()
@@ -242,16 +249,34 @@ MODULE_PARM_DESC(unplug_reserve_mb,
  * per memory block.
  */
 static unsigned long vms_plug_batch;
-module_param_named(plug_batch, vms_plug_batch, ulong, 0644);
+
+/* The batch parameters are read with READ_ONCE() by the worker. */
+static int vms_ulong_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned long v;
+	int rc = kstrtoul(val, 0, &v);
+
+	if (rc)
+		return rc;
+	WRITE_ONCE(*(unsigned long *)kp->arg, v);
+	return 0;
+}
+
+static const struct kernel_param_ops vms_ulong_ops = {
+	.set = vms_ulong_set,
+	.get = param_get_ulong,
+};
+
+module_param_cb(plug_batch, &vms_ulong_ops, &vms_plug_batch, 0644);
 MODULE_PARM_DESC(plug_batch, "Max units plugged with one request (0 = no limit)");
 
 /*
  * Units added to Linux with one add_memory_driver_managed() call (0: as
- * many as allowed, see vms_plug_units()). 1 adds and onlines unit by unit,
+ * many as allowed, see vms_plug_units()). 1 adds unit by unit,
  * like upstream's SBM, for comparing the two ways on the same device.
  */
 static unsigned long vms_add_batch;
-module_param_named(add_batch, vms_add_batch, ulong, 0644);
+module_param_cb(add_batch, &vms_ulong_ops, &vms_add_batch, 0644);
 MODULE_PARM_DESC(add_batch, "Max units added with one add_memory call (0 = no limit)");
 
 static struct dentry *vms_debugfs_root;
@@ -271,8 +296,6 @@ static inline unsigned long vms_mb_pages(const struct vms *vm)
 	return PHYS_PFN(vm->mb_size);
 }
 
-/* --- device requests --------------------------------------------------- */
-
 static void vms_vq_done(struct virtqueue *vq)
 {
 	struct vms *vm = vq->vdev->priv;
@@ -280,7 +303,106 @@ static void vms_vq_done(struct virtqueue *vq)
 	wake_up(&vm->host_resp);
 }
 
-/* Send vm->req and wait for the response type. Caller holds vm->lock. */
+/* --- configuration ----------------------------------------------------- */
+
+static void vms_update_usable(struct vms *vm)
+{
+	struct range pluggable = mhp_get_pluggable_range(true);
+	u64 end = min_t(u64, vm->addr + vm->usable_region_size,
+			pluggable.end + 1);
+
+	if (end <= vm->base)
+		WRITE_ONCE(vm->nr_usable, 0);
+	else
+		WRITE_ONCE(vm->nr_usable,
+			   min_t(u64, div64_u64(end - vm->base, vm->unit_size),
+				 vm->nr_units));
+}
+
+/*
+ * Re-read the changing config fields (caller holds vm->lock); a new host
+ * request wins over the guest target and ends a NACK stall.
+ */
+static void vms_refresh_config(struct vms *vm)
+{
+	u64 requested, plugged;
+	unsigned long flags;
+
+	lockdep_assert_held(&vm->lock);
+	virtio_cread_le(vm->vdev, struct virtio_mem_config, usable_region_size,
+			&vm->usable_region_size);
+	virtio_cread_le(vm->vdev, struct virtio_mem_config, plugged_size,
+			&plugged);
+	virtio_cread_le(vm->vdev, struct virtio_mem_config, requested_size,
+			&requested);
+	if (vm->started && plugged != vm->dev_plugged_size)
+		dev_warn_ratelimited(&vm->vdev->dev,
+				     "device reports %llu bytes plugged, driver counted %llu\n",
+				     plugged, vm->dev_plugged_size);
+	vm->dev_plugged_size = plugged;
+	if (requested != vm->requested_size) {
+		spin_lock_irqsave(&vm->state_lock, flags);
+		if (vm->guest_target_set)
+			dev_info(&vm->vdev->dev,
+				 "host requested %llu bytes: dropping guest target %llu\n",
+				 requested, vm->guest_target);
+		vm->guest_target_set = false;
+		vm->nack_level = 0;
+		spin_unlock_irqrestore(&vm->state_lock, flags);
+		vm->retry_ms = 0;
+	}
+	WRITE_ONCE(vm->requested_size, requested);
+	vms_update_usable(vm);
+}
+
+/*
+ * The size we steer to, a multiple of unit_size: the guest target if one is
+ * set and the device has not refused it, else the host's requested_size.
+ * A guest target may be above requested_size: the device decides (QEMU
+ * NACKs a PLUG beyond it, see vms_nacked()).
+ */
+static u64 vms_goal(struct vms *vm)
+{
+	unsigned long flags;
+	u64 goal;
+
+	spin_lock_irqsave(&vm->state_lock, flags);
+	goal = vm->guest_target_set && !vm->nack_level ? vm->guest_target :
+							  vm->requested_size;
+	spin_unlock_irqrestore(&vm->state_lock, flags);
+	goal = min_t(u64, goal, (u64)vm->nr_usable * vm->unit_size);
+	return round_down(goal, vm->unit_size);
+}
+
+static unsigned int vms_nack_level(struct vms *vm)
+{
+	unsigned long flags;
+	unsigned int level;
+
+	spin_lock_irqsave(&vm->state_lock, flags);
+	level = vm->nack_level;
+	spin_unlock_irqrestore(&vm->state_lock, flags);
+	return level;
+}
+
+/* --- device requests --------------------------------------------------- */
+
+/* Mark the device broken: one log line, no further requests. */
+static void vms_mark_broken(struct vms *vm, const char *why, int val)
+{
+	lockdep_assert_held(&vm->lock);
+	if (vm->broken)
+		return;
+	WRITE_ONCE(vm->broken, true);
+	dev_err(&vm->vdev->dev,
+		"%s (%d): marking the device broken, no more requests\n",
+		why, val);
+}
+
+/*
+ * Send vm->req and wait for the response type, or -EIO once the device is
+ * broken. Caller holds vm->lock.
+ */
 static int vms_send(struct vms *vm)
 {
 	struct scatterlist sg_req, sg_resp, *sgs[2] = { &sg_req, &sg_resp };
@@ -288,11 +410,16 @@ static int vms_send(struct vms *vm)
 	int rc;
 
 	lockdep_assert_held(&vm->lock);
+	if (vm->broken)
+		return -EIO;
 	sg_init_one(&sg_req, &vm->req, sizeof(vm->req));
 	sg_init_one(&sg_resp, &vm->resp, sizeof(vm->resp));
+	/* One request in flight: the queue cannot be full. */
 	rc = virtqueue_add_sgs(vm->vq, sgs, 1, 1, vm, GFP_KERNEL);
-	if (rc < 0)
-		return rc;
+	if (rc < 0) {
+		vms_mark_broken(vm, "cannot queue a request", rc);
+		return -EIO;
+	}
 	virtqueue_kick(vm->vq);
 	wait_event(vm->host_resp, virtqueue_get_buf(vm->vq, &len));
 	return virtio16_to_cpu(vm->vdev, vm->resp.type);
@@ -306,24 +433,72 @@ static void vms_fill_req(struct vms *vm, u16 type, u64 addr, u64 nb)
 	vm->req.u.plug.nb_blocks = cpu_to_virtio16(vm->vdev, nb);
 }
 
-/* Map a response to an errno and count it. */
-static int vms_resp_errno(struct vms *vm, int resp)
+/*
+ * The device refused a request (NACK): its config may say more than ours,
+ * so re-read it now (upstream retries at once with the config re-read). If
+ * requested_size changed, that was all (-EAGAIN: the worker goes on at
+ * once with the new request). Otherwise the first NACK since the last new
+ * target makes us follow the host's requested_size instead of a guest
+ * target beyond it (-EAGAIN); a further one, within requested_size, stops
+ * requests until the host or the guest sets a new target (-ENOSPC, no
+ * retry), so a refused request is never repeated blindly.
+ */
+static int vms_nacked(struct vms *vm)
 {
+	u64 requested = vm->requested_size;
+	unsigned long flags;
+	unsigned int level;
+
+	vm->nr_nack++;
+	vms_refresh_config(vm);
+	if (vm->requested_size != requested)
+		return -EAGAIN;
+	spin_lock_irqsave(&vm->state_lock, flags);
+	level = min(vm->nack_level + 1, 2U);
+	vm->nack_level = level;
+	spin_unlock_irqrestore(&vm->state_lock, flags);
+	if (level == 1) {
+		dev_info_ratelimited(&vm->vdev->dev,
+				     "device refused a request (NACK): following its requested size %llu\n",
+				     vm->requested_size);
+		return -EAGAIN;
+	}
+	dev_warn_ratelimited(&vm->vdev->dev,
+			     "device refused a request within its requested size %llu (NACK): waiting for a new request\n",
+			     vm->requested_size);
+	return -ENOSPC;
+}
+
+/*
+ * Map a response to a request of @type to an errno and count it: 0 (ACK),
+ * -ETXTBSY (BUSY: retry later), vms_nacked()'s -EAGAIN / -ENOSPC (NACK, only
+ * for PLUG and UNPLUG), -EIO (ERROR or a response the request cannot have:
+ * the device is marked broken).
+ */
+static int vms_resp_errno(struct vms *vm, u16 type, int resp)
+{
+	if (resp < 0)
+		return resp;
 	switch (resp) {
 	case VIRTIO_MEM_RESP_ACK:
 		return 0;
 	case VIRTIO_MEM_RESP_NACK:
-		vm->nr_nack++;
-		return -ENOSPC;		/* beyond requested_size */
+		if (type != VIRTIO_MEM_REQ_PLUG && type != VIRTIO_MEM_REQ_UNPLUG)
+			break;
+		return vms_nacked(vm);
 	case VIRTIO_MEM_RESP_BUSY:
+		if (type == VIRTIO_MEM_REQ_STATE)
+			break;
 		vm->nr_busy++;
 		return -ETXTBSY;	/* device busy (e.g. migration) */
 	case VIRTIO_MEM_RESP_ERROR:
 		vm->nr_error++;
-		return -EINVAL;
-	default:
-		return resp < 0 ? resp : -EIO;
+		vms_mark_broken(vm, "device answered ERROR to a request of type",
+				type);
+		return -EIO;
 	}
+	vms_mark_broken(vm, "impossible response type", resp);
+	return -EIO;
 }
 
 /* PLUG or UNPLUG [addr, addr + size); updates dev_plugged_size. */
@@ -340,7 +515,7 @@ static int vms_change_range(struct vms *vm, u16 type, u64 addr, u64 size)
 			vm->nr_plug_req++;
 		else
 			vm->nr_unplug_req++;
-		rc = vms_resp_errno(vm, vms_send(vm));
+		rc = vms_resp_errno(vm, type, vms_send(vm));
 		if (rc)
 			return rc;
 		if (type == VIRTIO_MEM_REQ_PLUG)
@@ -361,10 +536,18 @@ static int vms_state(struct vms *vm, u64 addr, u64 size)
 	vms_fill_req(vm, VIRTIO_MEM_REQ_STATE, addr,
 		     div64_u64(size, vm->block_size));
 	vm->nr_state_req++;
-	rc = vms_resp_errno(vm, vms_send(vm));
+	rc = vms_resp_errno(vm, VIRTIO_MEM_REQ_STATE, vms_send(vm));
 	if (rc)
 		return rc;
-	return virtio16_to_cpu(vm->vdev, vm->resp.u.state.state);
+	rc = virtio16_to_cpu(vm->vdev, vm->resp.u.state.state);
+	switch (rc) {
+	case VIRTIO_MEM_STATE_PLUGGED:
+	case VIRTIO_MEM_STATE_UNPLUGGED:
+	case VIRTIO_MEM_STATE_MIXED:
+		return rc;
+	}
+	vms_mark_broken(vm, "impossible STATE answer", rc);
+	return -EIO;
 }
 
 static int vms_unplug_all(struct vms *vm)
@@ -373,73 +556,13 @@ static int vms_unplug_all(struct vms *vm)
 
 	vms_fill_req(vm, VIRTIO_MEM_REQ_UNPLUG_ALL, 0, 0);
 	vm->nr_unplug_req++;
-	rc = vms_resp_errno(vm, vms_send(vm));
+	rc = vms_resp_errno(vm, VIRTIO_MEM_REQ_UNPLUG_ALL, vms_send(vm));
 	if (!rc)
 		vm->dev_plugged_size = 0;
 	return rc;
 }
 
-/* --- configuration ----------------------------------------------------- */
-
-static void vms_update_usable(struct vms *vm)
-{
-	struct range pluggable = mhp_get_pluggable_range(true);
-	u64 end = min_t(u64, vm->addr + vm->usable_region_size,
-			pluggable.end + 1);
-
-	if (end <= vm->base)
-		vm->nr_usable = 0;
-	else
-		vm->nr_usable = min_t(u64, div64_u64(end - vm->base, vm->unit_size),
-				      vm->nr_units);
-}
-
-/* Re-read the changing config fields; a new host request wins. */
-static void vms_refresh_config(struct vms *vm)
-{
-	u64 requested, plugged;
-	unsigned long flags;
-
-	virtio_cread_le(vm->vdev, struct virtio_mem_config, usable_region_size,
-			&vm->usable_region_size);
-	virtio_cread_le(vm->vdev, struct virtio_mem_config, plugged_size,
-			&plugged);
-	virtio_cread_le(vm->vdev, struct virtio_mem_config, requested_size,
-			&requested);
-	if (vm->started && plugged != vm->dev_plugged_size)
-		dev_warn_ratelimited(&vm->vdev->dev,
-				     "device reports %llu bytes plugged, driver counted %llu\n",
-				     plugged, vm->dev_plugged_size);
-	vm->dev_plugged_size = plugged;
-	if (requested != vm->requested_size) {
-		spin_lock_irqsave(&vm->state_lock, flags);
-		if (vm->guest_target_set)
-			dev_info(&vm->vdev->dev,
-				 "host requested %llu bytes: dropping guest target %llu\n",
-				 requested, vm->guest_target);
-		vm->guest_target_set = false;
-		spin_unlock_irqrestore(&vm->state_lock, flags);
-		vm->retry_ms = 0;
-	}
-	vm->requested_size = requested;
-	vms_update_usable(vm);
-}
-
-/* The size we steer to: a multiple of unit_size. */
-static u64 vms_goal(struct vms *vm)
-{
-	unsigned long flags;
-	u64 goal;
-
-	spin_lock_irqsave(&vm->state_lock, flags);
-	goal = vm->guest_target_set ? vm->guest_target : vm->requested_size;
-	spin_unlock_irqrestore(&vm->state_lock, flags);
-	goal = min(goal, vm->requested_size);
-	goal = min_t(u64, goal, (u64)vm->nr_usable * vm->unit_size);
-	return round_down(goal, vm->unit_size);
-}
-
-/* --- onlining ---------------------------------------------------------- */
+/* --- memory block state ------------------------------------------------ */
 
 static bool vms_mb_online(struct vms *vm, unsigned long mb)
 {
@@ -453,81 +576,19 @@ static bool vms_mb_movable(struct vms *vm, unsigned long mb)
 	return page && zone_idx(page_zone(page)) == ZONE_MOVABLE;
 }
 
-/*
- * Online one memory block by writing its sysfs state file: there is no
- * exported kernel interface for it. lock_device_hotplug_sysfs() asks for a
- * syscall restart on contention; we retry after clearing the pending flag
- * it sets, which a kworker must not keep.
- */
-static int vms_online_mb(struct vms *vm, unsigned long mb, const char *how)
-{
-	u64 block_id = div64_u64(vm->base + (u64)mb * vm->mb_size, vm->mb_size);
-	char path[64];
-	struct file *f;
-	loff_t pos;
-	int tries, rc;
-
-	snprintf(path, sizeof(path), "/sys/devices/system/memory/memory%llu/state",
-		 block_id);
-	f = filp_open(path, O_WRONLY, 0);
-	if (IS_ERR(f))
-		return PTR_ERR(f);
-	for (tries = 0; tries < 200; tries++) {
-		pos = 0;
-		rc = kernel_write(f, how, strlen(how), &pos);
-		if (rc != -ERESTARTNOINTR)
-			break;
-		clear_thread_flag(TIF_SIGPENDING);
-		usleep_range(5000, 10000);
-	}
-	if (signal_pending(current))
-		clear_thread_flag(TIF_SIGPENDING);
-	filp_close(f, NULL);
-	return rc < 0 ? rc : 0;
-}
-
-static void vms_online_unit(struct vms *vm, unsigned long id)
-{
-	const char *how = vms_online_writes[READ_ONCE(vms_online_type)];
-	unsigned long mb = id * vm->mbs_per_unit;
-	unsigned long i;
-	int rc;
-
-	if (!how)
-		return;
-	for (i = 0; i < vm->mbs_per_unit; i++) {
-		if (vms_mb_online(vm, mb + i))
-			continue;
-		rc = vms_online_mb(vm, mb + i, how);
-		if (rc)
-			dev_warn_ratelimited(&vm->vdev->dev,
-					     "onlining memory block at %#llx as %s failed: %d\n",
-					     vm->base + (u64)(mb + i) * vm->mb_size,
-					     how, rc);
-	}
-}
-
 /* --- fake offline: evacuate a block with alloc_contig_range() ----------- */
-
-/*
- * The 6.1 __SetPageOffline() / __ClearPageOffline() (page-flags.h
- * PAGE_TYPE_OPS), written out: checkpatch --no-tree rejects their names.
- */
-static void vms_page_type_offline(struct page *page, bool on)
-{
-	if (on)
-		page->page_type &= ~PG_offline;
-	else
-		page->page_type |= PG_offline;
-}
 
 static void vms_set_offline_pages(unsigned long pfn, unsigned long nr, bool on)
 {
 	unsigned long i;
 
 	page_offline_begin();
-	for (i = 0; i < nr; i++)
-		vms_page_type_offline(pfn_to_page(pfn + i), on);
+	for (i = 0; i < nr; i++) {
+		if (on)
+			__SetPageOffline(pfn_to_page(pfn + i));
+		else
+			__ClearPageOffline(pfn_to_page(pfn + i));
+	}
 	page_offline_end();
 }
 
@@ -582,7 +643,7 @@ static int vms_fake_offline_mb(struct vms *vm, unsigned long mb)
 		goto out;
 	vms_set_offline_pages(pfn, nr, true);
 	adjust_managed_page_count(pfn_to_page(pfn), -(long)nr);
-	vm->mb_state[mb] = VMS_MB_FAKE;
+	WRITE_ONCE(vm->mb_state[mb], VMS_MB_FAKE);
 out:
 	mutex_unlock(&vm->hotplug_mutex);
 	return rc;
@@ -598,7 +659,7 @@ static void vms_fake_online_mb(struct vms *vm, unsigned long mb)
 		vms_set_offline_pages(pfn, nr, false);
 		free_contig_range(pfn, nr);
 		adjust_managed_page_count(pfn_to_page(pfn), nr);
-		vm->mb_state[mb] = VMS_MB_NORMAL;
+		WRITE_ONCE(vm->mb_state[mb], VMS_MB_NORMAL);
 	}
 	/*
 	 * VMS_MB_FAKE_DROPPED: the block went offline with our pages and could
@@ -645,7 +706,7 @@ static int vms_memory_notify(struct notifier_block *nb, unsigned long action,
 				page_ref_dec(pfn_to_page(pfn + i));
 			/* offline_pages() takes all pages off the count. */
 			adjust_managed_page_count(pfn_to_page(pfn), nr);
-			vm->mb_state[mb] = VMS_MB_FAKE_DROPPED;
+			WRITE_ONCE(vm->mb_state[mb], VMS_MB_FAKE_DROPPED);
 		}
 		break;
 	case MEM_GOING_ONLINE:
@@ -665,7 +726,7 @@ static int vms_memory_notify(struct notifier_block *nb, unsigned long action,
 			for (i = 0; i < nr; i++)
 				page_ref_inc(pfn_to_page(pfn + i));
 			adjust_managed_page_count(pfn_to_page(pfn), -(long)nr);
-			vm->mb_state[mb] = VMS_MB_FAKE;
+			WRITE_ONCE(vm->mb_state[mb], VMS_MB_FAKE);
 		}
 		vm->hotplug_active = false;
 		mutex_unlock(&vm->hotplug_mutex);
@@ -700,7 +761,11 @@ static void vms_set_unit(struct vms *vm, unsigned long id, u8 state)
 	vm->units[id] = state;
 }
 
-/* Add a PLUGGED unit to Linux and online it per online_type. */
+/*
+ * Add a PLUGGED unit to Linux. The system policy (auto_online_blocks)
+ * onlines its blocks inside the call, or leaves them offline for udev /
+ * user space, as with upstream virtio_mem.
+ */
 static int vms_add_unit(struct vms *vm, unsigned long id)
 {
 	u64 start = vms_unit_start(vm, id);
@@ -708,7 +773,7 @@ static int vms_add_unit(struct vms *vm, unsigned long id)
 
 	/* Memory may be onlined inside the call: the notifier must agree. */
 	rc = add_memory_driver_managed(vm->mgid, start, vm->unit_size,
-				       VMS_RESOURCE_NAME,
+				       vm->resource_name,
 				       MHP_MERGE_RESOURCE | MHP_NID_IS_MGID);
 	if (rc) {
 		dev_warn_ratelimited(&vm->vdev->dev,
@@ -718,7 +783,6 @@ static int vms_add_unit(struct vms *vm, unsigned long id)
 	}
 	vms_set_unit(vm, id, VMS_UNIT_ADDED);
 	vm->nr_added++;
-	vms_online_unit(vm, id);
 	return 0;
 }
 
@@ -732,7 +796,7 @@ static int vms_add_units(struct vms *vm, unsigned long first, unsigned long n)
 	int rc;
 
 	rc = add_memory_driver_managed(vm->mgid, vms_unit_start(vm, first),
-				       (u64)n * vm->unit_size, VMS_RESOURCE_NAME,
+				       (u64)n * vm->unit_size, vm->resource_name,
 				       MHP_MERGE_RESOURCE | MHP_NID_IS_MGID);
 	if (rc)
 		return rc;
@@ -740,8 +804,6 @@ static int vms_add_units(struct vms *vm, unsigned long first, unsigned long n)
 		vms_set_unit(vm, id, VMS_UNIT_ADDED);
 		vm->nr_added++;
 	}
-	for (id = first; id < first + n; id++)
-		vms_online_unit(vm, id);
 	return 0;
 }
 
@@ -816,7 +878,7 @@ static int vms_remove_unit(struct vms *vm, unsigned long id)
 	}
 	mutex_lock(&vm->hotplug_mutex);
 	for (i = 0; i < vm->mbs_per_unit; i++)
-		vm->mb_state[mb + i] = VMS_MB_NORMAL;
+		WRITE_ONCE(vm->mb_state[mb + i], VMS_MB_NORMAL);
 	mutex_unlock(&vm->hotplug_mutex);
 	vms_set_unit(vm, id, VMS_UNIT_PLUGGED);
 	vm->nr_removed++;
@@ -898,8 +960,8 @@ static void vms_report_shortfall(struct vms *vm, u64 bytes, int err)
 {
 	if (bytes == vm->short_bytes && err == vm->short_err)
 		return;
-	vm->short_bytes = bytes;
-	vm->short_err = err;
+	WRITE_ONCE(vm->short_bytes, bytes);
+	WRITE_ONCE(vm->short_err, err);
 	if (bytes)
 		dev_info(&vm->vdev->dev,
 			 "could not unplug %llu MiB (plugged %llu MiB, goal %llu MiB): error %d; retrying\n",
@@ -912,7 +974,9 @@ static void vms_report_shortfall(struct vms *vm, u64 bytes, int err)
 /*
  * Move the plugged size towards the goal one unit at a time, re-reading the
  * goal after each step. 0 when the goal is reached (or no more room),
- * -EAGAIN when the config changed, another -errno to retry later.
+ * -EAGAIN when the config changed or a first NACK made us follow the host,
+ * -ENOSPC after a NACK within requested_size (no request until a new
+ * target), -EIO when the device is broken, another -errno to retry later.
  */
 static int vms_reconcile(struct vms *vm, unsigned long *tried)
 {
@@ -923,6 +987,8 @@ static int vms_reconcile(struct vms *vm, unsigned long *tried)
 	int rc;
 
 	bitmap_zero(tried, vm->nr_units);
+	if (vms_nack_level(vm) >= 2)
+		return -ENOSPC;
 
 	/* Leftovers: plugged at the device but not added. */
 	for (id = 0; id < vm->nr_units; id++) {
@@ -975,6 +1041,9 @@ static int vms_reconcile(struct vms *vm, unsigned long *tried)
 		}
 		set_bit(pick, tried);
 		rc = vms_unplug_unit(vm, pick);
+		/* The device's answer, not this unit's: no other candidate. */
+		if (rc == -EAGAIN || rc == -ENOSPC || vm->broken)
+			return rc;
 		if (rc && !first_err)
 			first_err = rc;
 		if (!rc)
@@ -990,10 +1059,13 @@ static int vms_reconcile(struct vms *vm, unsigned long *tried)
 
 /*
  * Memory plugged before we bound: if none of it is present in Linux, drop
- * it all with UNPLUG_ALL; otherwise adopt it unit by unit.
+ * it all with UNPLUG_ALL; otherwise adopt it unit by unit. STATE is asked
+ * only inside the usable region: the device answers ERROR beyond it (and
+ * keeps nothing plugged there), which would mark it broken.
  */
 static int vms_startup(struct vms *vm)
 {
+	u64 usable_end = vm->addr + vm->usable_region_size;
 	unsigned long id, mb, i;
 	bool present_any = false;
 	int rc;
@@ -1015,14 +1087,21 @@ static int vms_startup(struct vms *vm)
 
 	for (id = 0; id < vm->nr_units; id++) {
 		u64 start = vms_unit_start(vm, id);
+		u64 end = min(start + vm->unit_size, usable_end);
 		bool present = false;
 
 		for (i = 0; i < vm->mbs_per_unit; i++)
 			if (pfn_valid(vms_mb_pfn(vm, id * vm->mbs_per_unit + i)))
 				present = true;
-		rc = vms_state(vm, start, vm->unit_size);
+		if (start >= usable_end)
+			rc = VIRTIO_MEM_STATE_UNPLUGGED;
+		else
+			rc = vms_state(vm, start, end - start);
 		if (rc < 0)
 			return rc;
+		/* A unit cut by the end of the usable region is not all plugged. */
+		if (rc == VIRTIO_MEM_STATE_PLUGGED && end < start + vm->unit_size)
+			rc = VIRTIO_MEM_STATE_MIXED;
 		if (rc == VIRTIO_MEM_STATE_PLUGGED) {
 			vms_set_unit(vm, id, present ? VMS_UNIT_ADDED :
 						       VMS_UNIT_PLUGGED);
@@ -1039,8 +1118,7 @@ static int vms_startup(struct vms *vm)
 			u64 a;
 
 			/* Unused and partially plugged: unplug block-wise. */
-			for (a = start; a < start + vm->unit_size;
-			     a += vm->block_size) {
+			for (a = start; a < end; a += vm->block_size) {
 				rc = vms_state(vm, a, vm->block_size);
 				if (rc == VIRTIO_MEM_STATE_PLUGGED)
 					rc = vms_change_range(vm, VIRTIO_MEM_REQ_UNPLUG,
@@ -1053,24 +1131,38 @@ static int vms_startup(struct vms *vm)
 	return 0;
 }
 
-static void vms_queue(struct vms *vm, unsigned long delay)
+/* Queue the worker at once, unless the device is going away. */
+static void vms_queue(struct vms *vm)
 {
 	unsigned long flags;
 
 	spin_lock_irqsave(&vm->state_lock, flags);
 	if (!vm->removing)
-		mod_delayed_work(system_freezable_wq, &vm->work, delay);
+		queue_work(system_freezable_wq, &vm->work);
 	spin_unlock_irqrestore(&vm->state_lock, flags);
+}
+
+/* The retry timer only queues the worker (hardirq context). */
+static enum hrtimer_restart vms_retry_timer_fn(struct hrtimer *timer)
+{
+	struct vms *vm = container_of(timer, struct vms, retry_timer);
+
+	vms_queue(vm);
+	return HRTIMER_NORESTART;
 }
 
 static void vms_work_fn(struct work_struct *work)
 {
-	struct vms *vm = container_of(to_delayed_work(work), struct vms, work);
+	struct vms *vm = container_of(work, struct vms, work);
 	unsigned long *tried;
 	int rc = 0;
 
+	/* Running now: a pending retry has nothing left to do. */
+	hrtimer_cancel(&vm->retry_timer);
 	tried = bitmap_zalloc(vm->nr_units, GFP_KERNEL);
 	mutex_lock(&vm->lock);
+	if (vm->broken)
+		goto out_unlock;
 	if (!tried) {
 		rc = -ENOMEM;
 		goto out;
@@ -1081,20 +1173,24 @@ static void vms_work_fn(struct work_struct *work)
 		if (!vm->started) {
 			rc = vms_startup(vm);
 			if (rc)
-				break;
+				continue;
 			vm->started = true;
 		}
 		rc = vms_reconcile(vm, tried);
 	} while (rc == -EAGAIN);
 out:
 	vm->last_err = rc;
-	if (rc) {
+	if (!rc || vm->broken || vms_nack_level(vm) >= 2) {
+		/* Done, or nothing to retry until a new request. */
+		vm->retry_ms = 0;
+	} else {
+		/* BUSY, busy memory, no memory: retry later, backing off. */
 		vm->retry_ms = clamp(vm->retry_ms * 2, VMS_RETRY_MIN_MS,
 				     VMS_RETRY_MAX_MS);
-		vms_queue(vm, msecs_to_jiffies(vm->retry_ms));
-	} else {
-		vm->retry_ms = 0;
+		hrtimer_start(&vm->retry_timer, ms_to_ktime(vm->retry_ms),
+			      HRTIMER_MODE_REL);
 	}
+out_unlock:
 	mutex_unlock(&vm->lock);
 	bitmap_free(tried);
 }
@@ -1104,7 +1200,7 @@ static void vms_config_changed(struct virtio_device *vdev)
 	struct vms *vm = vdev->priv;
 
 	atomic_set(&vm->config_changed, 1);
-	vms_queue(vm, 0);
+	vms_queue(vm);
 }
 
 /* --- sysfs ------------------------------------------------------------- */
@@ -1173,6 +1269,23 @@ static ssize_t unplug_shortfall_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(unplug_shortfall);
 
+/*
+ * ready, nacked (a guest target was refused: following the host), stalled
+ * (a request within requested_size was refused: waiting for a new target)
+ * or broken (ERROR or an impossible response: no more requests).
+ */
+static ssize_t state_show(struct device *dev, struct device_attribute *attr,
+			  char *buf)
+{
+	static const char * const names[] = { "ready", "nacked", "stalled" };
+	struct vms *vm = dev_to_vms(dev);
+
+	if (READ_ONCE(vm->broken))
+		return sysfs_emit(buf, "broken\n");
+	return sysfs_emit(buf, "%s\n", names[vms_nack_level(vm)]);
+}
+static DEVICE_ATTR_RO(state);
+
 static ssize_t target_size_show(struct device *dev,
 				struct device_attribute *attr, char *buf)
 {
@@ -1190,8 +1303,9 @@ static ssize_t target_size_show(struct device *dev,
 
 /*
  * "host" follows the host again; otherwise a size (memparse suffixes K, M,
- * G allowed) that is a multiple of unit_size, inside the usable region and
- * not above requested_size (the device refuses to plug beyond it).
+ * G allowed) that is a multiple of unit_size, inside the usable region. It
+ * may be above requested_size: the device decides (QEMU refuses, see
+ * vms_nacked()). Either starts over after a NACK.
  */
 /*
  * A size as memparse() reads it: a number (decimal, 0x hex or 0 octal) and
@@ -1249,8 +1363,9 @@ static ssize_t target_size_store(struct device *dev,
 	if (sysfs_streq(buf, "host")) {
 		spin_lock_irqsave(&vm->state_lock, flags);
 		vm->guest_target_set = false;
+		vm->nack_level = 0;
 		spin_unlock_irqrestore(&vm->state_lock, flags);
-		vms_queue(vm, 0);
+		vms_queue(vm);
 		return count;
 	}
 	ret = vms_parse_size(buf, &t);
@@ -1259,13 +1374,14 @@ static ssize_t target_size_store(struct device *dev,
 	if (!IS_ALIGNED(t, vm->unit_size))
 		return -EINVAL;
 	cap = (u64)READ_ONCE(vm->nr_usable) * vm->unit_size;
-	if (t > cap || t > READ_ONCE(vm->requested_size))
+	if (t > cap)
 		return -ERANGE;
 	spin_lock_irqsave(&vm->state_lock, flags);
 	vm->guest_target = t;
 	vm->guest_target_set = true;
+	vm->nack_level = 0;
 	spin_unlock_irqrestore(&vm->state_lock, flags);
-	vms_queue(vm, 0);
+	vms_queue(vm);
 	return count;
 }
 static DEVICE_ATTR_RW(target_size);
@@ -1278,6 +1394,7 @@ static struct attribute *vms_attrs[] = {
 	&dev_attr_region.attr,
 	&dev_attr_target_size.attr,
 	&dev_attr_unplug_shortfall.attr,
+	&dev_attr_state.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(vms);
@@ -1332,6 +1449,8 @@ static int vms_stats_show(struct seq_file *m, void *unused)
 	seq_printf(m, "last_error %d\nretry_ms %u\nlast_grow_ns %llu\nlast_shrink_ns %llu\n",
 		   vm->last_err, vm->retry_ms, vm->last_grow_ns,
 		   vm->last_shrink_ns);
+	seq_printf(m, "nack_level %u\nbroken %d\n", vms_nack_level(vm),
+		   vm->broken);
 	mutex_unlock(&vm->lock);
 	return 0;
 }
@@ -1456,7 +1575,9 @@ static int vms_probe(struct virtio_device *vdev)
 	mutex_init(&vm->lock);
 	mutex_init(&vm->hotplug_mutex);
 	spin_lock_init(&vm->state_lock);
-	INIT_DELAYED_WORK(&vm->work, vms_work_fn);
+	INIT_WORK(&vm->work, vms_work_fn);
+	hrtimer_init(&vm->retry_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
+	vm->retry_timer.function = vms_retry_timer_fn;
 	vm->memory_nb.notifier_call = vms_memory_notify;
 	vm->mgid = -1;
 
@@ -1465,7 +1586,13 @@ static int vms_probe(struct virtio_device *vdev)
 		goto err_free;
 	vm->units = kcalloc(vm->nr_units, 1, GFP_KERNEL);
 	vm->mb_state = kcalloc(vm->nr_units * vm->mbs_per_unit, 1, GFP_KERNEL);
-	if (!vm->units || !vm->mb_state) {
+	/*
+	 * The name of our System RAM resources must outlive the module when
+	 * memory stays added at unload (/proc/iomem prints it): never a
+	 * string in the module's own .rodata. See vms_remove().
+	 */
+	vm->resource_name = kstrdup_const(VMS_RESOURCE_NAME, GFP_KERNEL);
+	if (!vm->units || !vm->mb_state || !vm->resource_name) {
 		rc = -ENOMEM;
 		goto err_free;
 	}
@@ -1498,7 +1625,7 @@ static int vms_probe(struct virtio_device *vdev)
 
 	virtio_device_ready(vdev);
 	/* Startup scan, then follow requested_size. */
-	vms_queue(vm, 0);
+	vms_queue(vm);
 	return 0;
 
 err_group:
@@ -1508,6 +1635,7 @@ err_parent:
 	vdev->config->del_vqs(vdev);
 err_free:
 	vdev->priv = NULL;
+	kfree_const(vm->resource_name);
 	vms_free(vm);
 	return rc;
 }
@@ -1521,7 +1649,12 @@ static void vms_remove(struct virtio_device *vdev)
 	spin_lock_irqsave(&vm->state_lock, flags);
 	vm->removing = true;
 	spin_unlock_irqrestore(&vm->state_lock, flags);
-	cancel_delayed_work_sync(&vm->work);
+	/*
+	 * Nothing queues the worker now (vms_queue() checks removing, also
+	 * for the timer); once it stopped, it cannot arm the timer again.
+	 */
+	cancel_work_sync(&vm->work);
+	hrtimer_cancel(&vm->retry_timer);
 	debugfs_remove_recursive(vm->dbg);
 
 	/* Unplug everything that can go; report what cannot. */
@@ -1543,10 +1676,17 @@ static void vms_remove(struct virtio_device *vdev)
 	mutex_unlock(&vm->lock);
 
 	unregister_memory_notifier(&vm->memory_nb);
-	/* Blocks left behind keep their group and nest in the parent. */
+	/*
+	 * Blocks left behind keep their group, nest in the parent and keep
+	 * pointing at resource_name: like upstream virtio_mem, we deliberately
+	 * never free the name then (a few bytes per unload with memory that
+	 * could not go), since nothing tells us when the next bind or a later
+	 * removal drops the last resource that uses it.
+	 */
 	if (!vm->added) {
 		memory_group_unregister(vm->mgid);
 		vms_release_parent(vm);
+		kfree_const(vm->resource_name);
 	}
 	virtio_reset_device(vdev);
 	vdev->config->del_vqs(vdev);

@@ -22,7 +22,7 @@
 . "$(dirname "$0")/lib.sh"
 
 DEBUGFS=/sys/kernel/debug
-SHIM_ATTRS="plugged_size requested_size block_size unit_size region target_size unplug_shortfall"
+SHIM_ATTRS="plugged_size requested_size block_size unit_size region target_size unplug_shortfall state"
 SHIM_DEV=
 
 memhp_require_guest

@@ -65,7 +65,7 @@ enum rule_kind {
 	RULE_NEVER,		/* no value succeeds in this setup */
 	RULE_RESERVE_MB,	/* kstrtoul base 0, <= RAM in MiB */
 	RULE_ULONG,		/* kstrtoul base 0, any value */
-	RULE_TARGET_SIZE,	/* "host", or memparse size: aligned, <= cap */
+	RULE_TARGET_SIZE,	/* "host", or memparse size: aligned, <= usable */
 	RULE_BENCH_RUN,		/* "LOOKUPS [REPS]" in range */
 	RULE_EXCLUDED,
 };
@@ -89,8 +89,6 @@ static const struct rule rules[] = {
 	{ "policy", RULE_WORDS, { "strict", "fallback" } },
 	{ "mode", RULE_WORDS, { "split", "single", "bitmap" } },
 	{ "kreclaim_home", RULE_WORDS, { "pinned", "hotplug" } },
-	{ "online_type", RULE_WORDS, { "auto", "offline", "online", "kernel",
-				       "movable" } },
 	/* Module loaded without ranges=: nothing can be probed or removed. */
 	{ "probe", RULE_NEVER, { NULL }, "probed" },
 	{ "remove", RULE_NEVER, { NULL }, "probed" },
@@ -212,7 +210,8 @@ static bool parse_kstrtoull(const char *s, size_t len, unsigned long long *v)
  */
 static bool target_size_valid(const char *s, size_t len, const char *dir)
 {
-	unsigned long long unit = 0, cap = 0, x = 0, req = 0;
+	unsigned long long unit = 0, cap = 0, x = 0;
+	unsigned long long addr = 0, region = 0, usable = 0, start;
 	unsigned int base = 10, shift = 0;
 	char path[4096], b[128];
 	size_t i = 0;
@@ -229,14 +228,22 @@ static bool target_size_valid(const char *s, size_t len, const char *dir)
 			unit = strtoull(b, NULL, 0);
 		fclose(f);
 	}
-	snprintf(path, sizeof(path), "%s/requested_size", dir);
+	/*
+	 * The cap is the usable region in whole units (not requested_size: a
+	 * guest target above it is the device's to refuse).
+	 */
+	snprintf(path, sizeof(path), "%s/region", dir);
 	f = fopen(path, "r");
 	if (f) {
-		if (fgets(b, sizeof(b), f))
-			req = strtoull(b, NULL, 0);
+		if (fscanf(f, "%llx %llx %llx", &addr, &region, &usable) != 3)
+			usable = 0;
 		fclose(f);
 	}
-	cap = req;
+	if (unit) {
+		start = (addr + unit - 1) / unit * unit;
+		if (addr + usable > start)
+			cap = (addr + usable - start) / unit * unit;
+	}
 	if (len > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
 		base = 16;
 		i = 2;
