@@ -56,7 +56,9 @@
  *
  * Locking:
  * - shp_lock (mutex) protects shp_sections. The bus notifier runs with the
- *   device hotplug lock and mem_hotplug_lock held; it takes shp_lock and
+ *   device hotplug lock held (ADD also under mem_hotplug_lock; in 6.1
+ *   try_remove_memory() deletes the block devices before
+ *   mem_hotplug_begin()); it takes shp_lock and
  *   adds or removes kobjects, so nothing holds shp_lock for longer than
  *   one section's work (the debugfs table drops it between sections).
  *   Removing a kobject waits for readers and writers of its attributes,
@@ -100,6 +102,7 @@
 #include <linux/mutex.h>
 #include <linux/xarray.h>
 #include <linux/slab.h>
+#include <linux/kmemleak.h>
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
 #include <linux/fs.h>
@@ -140,9 +143,10 @@ static struct kobject *shp_root_kobj;		/* /sys/kernel/sparse_hotplug */
 static struct kobject *shp_sections_kobj;	/* .../sections */
 static struct dentry *shp_debugfs;
 
-/* Protects shp_sections (section number -> struct shp_section). */
+/* Protects shp_sections (section number -> struct shp_section), shp_dying. */
 static DEFINE_MUTEX(shp_lock);
 static DEFINE_XARRAY(shp_sections);
+static bool shp_dying;		/* module exit: add no more directories */
 
 static unsigned long shp_sections_per_block;
 static struct bus_type *shp_memory_bus;
@@ -266,7 +270,7 @@ static void shp_drop_held_ref_locked(void)
 	if (shp_held_ref < 0)
 		return;
 	page_ref_dec(pfn_to_page(section_nr_to_pfn(shp_held_ref)));
-	shp_held_ref = -1;
+	WRITE_ONCE(shp_held_ref, -1);
 }
 
 /* hold_ref: N takes the reference on HELD section N, -1 drops it. */
@@ -283,7 +287,7 @@ static int shp_hold_ref(long nr)
 		ret = -EINVAL;
 	} else {
 		page_ref_inc(pfn_to_page(section_nr_to_pfn(nr)));
-		shp_held_ref = nr;
+		WRITE_ONCE(shp_held_ref, nr);
 	}
 	mutex_unlock(&shp_isolate_lock);
 	return ret;
@@ -323,15 +327,47 @@ static int shp_release(unsigned long nr)
 }
 
 /*
+ * Before MEM_GOING_OFFLINE drops anything: every page of the HELD section
+ * @nr must hold our reference only. Another reference (a speculative
+ * get_page() on a stale pointer, memory_failure(), or selftest_refs'
+ * hold_ref) vetoes the offline (-EBUSY) with nothing changed: were we to
+ * drop ours, that holder's put_page() would free a PageOffline page into
+ * the isolated range in the middle of the offline, and the core's
+ * __offline_isolated_pages() hits BUG_ON(PageBuddy) (or a cancel would
+ * take a reference on a free page). A reference taken between this check
+ * and the drop is still possible; shp_fake_offline_going() reports it.
+ */
+static bool shp_fake_offline_ready(unsigned long nr)
+{
+	unsigned long pfn = section_nr_to_pfn(nr);
+	unsigned long i, busy = 0;
+	struct page *first = NULL;
+
+	lockdep_assert_held(&shp_isolate_lock);
+	for (i = 0; i < PAGES_PER_SECTION; i++) {
+		struct page *page = pfn_to_page(pfn + i);
+
+		if (page_ref_count(page) != 1 && !busy++)
+			first = page;
+	}
+	if (!busy)
+		return true;
+	pr_warn("section %lu going offline: %lu isolated page(s) still referenced, first pfn %#lx: offline refused\n",
+		nr, busy, page_to_pfn(first));
+	dump_page(first, "sparse_hotplug: isolated page referenced");
+	return false;
+}
+
+/*
  * MEM_GOING_OFFLINE of the HELD section @nr, as virtio_mem's fake-offline
  * does: count its pages in to the managed pages the core is about to
  * subtract, and drop our reference of every page (refcount 0 PageOffline
- * pages are skipped by offlining). A page still referenced afterwards has
- * a reference that is not ours (a speculative get_page() on a stale
- * pointer, or selftest_refs' hold_ref); we keep going, so that
+ * pages are skipped by offlining). A page still referenced afterwards got
+ * a reference after shp_fake_offline_ready(); we keep going, so that
  * shp_fake_offline_cancel() is the exact inverse, and report it. The core
  * then finds that page unmovable (scan_movable_pages(): PageOffline with
- * a reference) and cancels the offline with -EBUSY.
+ * a reference) and cancels the offline with -EBUSY, unless that reference
+ * is dropped first (the window upstream virtio_mem has too).
  */
 static void shp_fake_offline_going(unsigned long nr)
 {
@@ -366,16 +402,32 @@ static void shp_fake_offline_cancel(unsigned long nr)
 	adjust_managed_page_count(pfn_to_page(pfn), -(long)PAGES_PER_SECTION);
 }
 
-/* Memory notifier part: isolated sections of [start_pfn, +nr_pages). */
-static void shp_isolated_notify(unsigned long action, unsigned long start_pfn,
-				unsigned long nr_pages)
+/*
+ * Memory notifier part: isolated sections of [start_pfn, +nr_pages).
+ * MEM_GOING_OFFLINE checks every section before it changes one, so a veto
+ * leaves them all HELD and the MEM_CANCEL_OFFLINE that follows has nothing
+ * to undo.
+ */
+static int shp_isolated_notify(unsigned long action, unsigned long start_pfn,
+			       unsigned long nr_pages)
 {
 	unsigned long first = pfn_to_section_nr(start_pfn);
 	unsigned long last = pfn_to_section_nr(start_pfn + nr_pages - 1);
 	unsigned long nr;
 	void *entry;
+	int ret = 0;
 
 	mutex_lock(&shp_isolate_lock);
+	if (action == MEM_GOING_OFFLINE) {
+		xa_for_each_range(&shp_isolated, nr, entry, first, last) {
+			if (xa_to_value(entry) != SHP_ISO_HELD)
+				continue;
+			if (!shp_fake_offline_ready(nr)) {
+				ret = -EBUSY;
+				goto out;
+			}
+		}
+	}
 	xa_for_each_range(&shp_isolated, nr, entry, first, last) {
 		switch (action) {
 		case MEM_GOING_OFFLINE:
@@ -393,12 +445,20 @@ static void shp_isolated_notify(unsigned long action, unsigned long start_pfn,
 				 GFP_KERNEL);
 			break;
 		case MEM_OFFLINE:
-			/* Gone with the block; onlining reinitializes the memmap. */
+			/*
+			 * Gone with the block; onlining reinitializes the
+			 * memmap. A held reference vetoed MEM_GOING_OFFLINE,
+			 * so none can be on this section.
+			 */
+			if (WARN_ON(shp_held_ref == nr))
+				WRITE_ONCE(shp_held_ref, -1);
 			xa_erase(&shp_isolated, nr);
 			break;
 		}
 	}
+out:
 	mutex_unlock(&shp_isolate_lock);
+	return ret;
 }
 
 /*
@@ -1036,7 +1096,7 @@ static int shp_memory_bus_notify(struct notifier_block *nb,
 	switch (action) {
 	case BUS_NOTIFY_ADD_DEVICE:
 		mutex_lock(&shp_lock);
-		if (shp_add_present(first, shp_sections_per_block))
+		if (!shp_dying && shp_add_present(first, shp_sections_per_block))
 			pr_warn("no sysfs directories for block %u: out of memory\n",
 				dev->id);
 		mutex_unlock(&shp_lock);
@@ -1170,8 +1230,10 @@ static int shp_memory_notify(struct notifier_block *nb, unsigned long action,
 		break;
 	case MEM_GOING_OFFLINE:
 		shp_event_begin(mn, SHP_BLOCK_OFFLINE);
-		shp_isolated_notify(action, mn->start_pfn, mn->nr_pages);
-		break;
+		/* A veto: the core sends MEM_CANCEL_OFFLINE, which ends the event. */
+		return notifier_from_errno(shp_isolated_notify(action,
+							       mn->start_pfn,
+							       mn->nr_pages));
 	case MEM_ONLINE:
 		shp_event_end(mn, SHP_BLOCK_ONLINE, SHP_RESULT_OK);
 		break;
@@ -1474,7 +1536,7 @@ static bool shp_remove_all(void)
 {
 	struct shp_added *a, *tmp;
 	char why[128], stays[160] = "";
-	int ret, n = 0, len = 0;
+	int ret, n = 0, listed = 0, len = 0;
 
 	mutex_lock(&shp_probe_lock);
 	list_for_each_entry_safe(a, tmp, &shp_added, list) {
@@ -1494,15 +1556,17 @@ static bool shp_remove_all(void)
 		}
 		n++;
 		/* The first few in probe order, then "...": one line. */
-		if (len < sizeof(stays) - 24)
-			len += scnprintf(stays + len, sizeof(stays) - len, " %#llx%s",
-					 a->phys, len < sizeof(stays) - 48 ? "" : " ...");
+		if (len < sizeof(stays) - 24) {
+			len += scnprintf(stays + len, sizeof(stays) - len, " %#llx",
+					 a->phys);
+			listed++;
+		}
 		list_del(&a->list);
 		kfree(a);
 	}
 	if (n)
-		pr_warn("%d memory block(s) stay added as System RAM (sparse_hotplug):%s\n",
-			n, stays);
+		pr_warn("%d memory block(s) stay added as System RAM (sparse_hotplug):%s%s\n",
+			n, stays, listed < n ? " ..." : "");
 	mutex_unlock(&shp_probe_lock);
 	return !n;
 }
@@ -1744,19 +1808,36 @@ static void __exit sparse_hotplug_exit(void)
 	bool all_removed;
 
 	debugfs_remove_recursive(shp_debugfs);
+	/* A held test reference would make a probed block's removal fail. */
+	shp_hold_ref(-1);
 	sysfs_remove_group(shp_root_kobj, &shp_root_group);
 	all_removed = shp_remove_all();
-	bus_unregister_notifier(shp_memory_bus, &shp_memory_bus_nb);
+	/*
+	 * Directories go before the bus notifier: until they are gone, a
+	 * block removal waits in BUS_NOTIFY_DEL_DEVICE for their readers, so
+	 * no reader classifies a memmap that is being freed. Blocks added
+	 * meanwhile get no directory (shp_dying).
+	 */
+	mutex_lock(&shp_lock);
+	shp_dying = true;
+	mutex_unlock(&shp_lock);
 	shp_del_all();
+	bus_unregister_notifier(shp_memory_bus, &shp_memory_bus_nb);
 	xa_destroy(&shp_sections);
 	shp_release_all();
 	unregister_memory_notifier(&shp_memory_nb);
 	kobject_put(shp_sections_kobj);
 	kobject_put(shp_root_kobj);
 	kvfree(shp_events);
+	/*
+	 * Else /proc/iomem still names memory we could not remove: the name
+	 * stays, and kmemleak is told it is kept on purpose (a later removal
+	 * drops the last pointer to it).
+	 */
 	if (all_removed)
 		kfree_const(shp_resource_name);
-	/* else /proc/iomem still names memory we could not remove */
+	else
+		kmemleak_not_leak(shp_resource_name);
 }
 
 module_init(sparse_hotplug_init);

@@ -261,10 +261,9 @@ ktap_print_msg "isolate section$free: $r, MemTotal $m0 -> $m1 -> $(meminfo_kb Me
 ktap_test_result "rmmod with section$free isolated: MemTotal restored" eval \
 	'[ "$r" = ok ] && [ $((m0 - m1)) -eq $sec_kb ] && [ "$(meminfo_kb MemTotal)" = "$m0" ]'
 
-# 20: an unexpected reference on an isolated page. MEM_GOING_OFFLINE drops
-# our reference of every page and reports the one still referenced; the
-# core finds it unmovable (EBUSY), MEM_CANCEL_OFFLINE takes back exactly
-# what was dropped. After release (which drops hold_ref) every page is free
+# 20: an unexpected reference on an isolated page. MEM_GOING_OFFLINE finds
+# it before dropping anything, reports it and vetoes the offline (EBUSY);
+# the MEM_CANCEL_OFFLINE that follows has nothing to undo. After release (which drops hold_ref) every page is free
 # again: none kept a reference, so the block offlines.
 memhp_load sparse_hotplug selftest_refs=1 || ktap_exit_fail_msg "cannot load sparse_hotplug selftest_refs=1"
 HOLD=/sys/kernel/debug/sparse_hotplug/hold_ref
