@@ -76,6 +76,7 @@
 #include <linux/scatterlist.h>
 #include <linux/bitmap.h>
 #include <linux/slab.h>
+#include <linux/kmemleak.h>
 #include <linux/sizes.h>
 #include <linux/overflow.h>
 #include <linux/ctype.h>
@@ -105,12 +106,14 @@ enum vms_mb_state {
 	VMS_MB_NORMAL = 0,	/* not ours beyond being added */
 	VMS_MB_FAKE,		/* all pages ours (refcount 1), PageOffline */
 	VMS_MB_FAKE_DROPPED,	/* as FAKE, refs dropped for offlining */
+	VMS_MB_HELD_OFFLINE,	/* offline, being unplugged: onlining refused */
 };
 
 static const char * const vms_mb_names[] = {
 	[VMS_MB_NORMAL] = "-",
 	[VMS_MB_FAKE] = "fake-offline",
 	[VMS_MB_FAKE_DROPPED] = "fake-offline-dropped",
+	[VMS_MB_HELD_OFFLINE] = "offline-held",
 };
 
 struct vms {
@@ -184,6 +187,12 @@ struct vms {
 	 * host or the guest sets a new target.
 	 */
 	unsigned int nack_level;
+	/*
+	 * target_gen counts new targets (host or guest); goal_gen is the one
+	 * the worker's last goal was computed for: a NACK of a request made
+	 * for an older target says nothing about the new one.
+	 */
+	unsigned int target_gen, goal_gen;
 
 	/*
 	 * Per memory block fake-offline state, under hotplug_mutex; debugfs
@@ -348,6 +357,7 @@ static void vms_refresh_config(struct vms *vm)
 				 requested, vm->guest_target);
 		vm->guest_target_set = false;
 		vm->nack_level = 0;
+		vm->target_gen++;
 		spin_unlock_irqrestore(&vm->state_lock, flags);
 		vm->retry_ms = 0;
 	}
@@ -369,6 +379,7 @@ static u64 vms_goal(struct vms *vm)
 	spin_lock_irqsave(&vm->state_lock, flags);
 	goal = vm->guest_target_set && !vm->nack_level ? vm->guest_target :
 							  vm->requested_size;
+	vm->goal_gen = vm->target_gen;
 	spin_unlock_irqrestore(&vm->state_lock, flags);
 	goal = min_t(u64, goal, (u64)vm->nr_usable * vm->unit_size);
 	return round_down(goal, vm->unit_size);
@@ -454,7 +465,16 @@ static int vms_nacked(struct vms *vm)
 	if (vm->requested_size != requested)
 		return -EAGAIN;
 	spin_lock_irqsave(&vm->state_lock, flags);
+	if (vm->target_gen != vm->goal_gen) {
+		/* A new target came meanwhile: the NACK was for the old one. */
+		spin_unlock_irqrestore(&vm->state_lock, flags);
+		return -EAGAIN;
+	}
 	level = min(vm->nack_level + 1, 2U);
+	/* Level 1 changes the goal only when a guest target is beyond it. */
+	if (level == 1 && !(vm->guest_target_set &&
+			    vm->guest_target > vm->requested_size))
+		level = 2;
 	vm->nack_level = level;
 	spin_unlock_irqrestore(&vm->state_lock, flags);
 	if (level == 1) {
@@ -472,7 +492,7 @@ static int vms_nacked(struct vms *vm)
 /*
  * Map a response to a request of @type to an errno and count it: 0 (ACK),
  * -ETXTBSY (BUSY: retry later), vms_nacked()'s -EAGAIN / -ENOSPC (NACK, only
- * for PLUG and UNPLUG), -EIO (ERROR or a response the request cannot have:
+ * for PLUG), -EIO (ERROR or a response the request cannot have:
  * the device is marked broken).
  */
 static int vms_resp_errno(struct vms *vm, u16 type, int resp)
@@ -483,7 +503,8 @@ static int vms_resp_errno(struct vms *vm, u16 type, int resp)
 	case VIRTIO_MEM_RESP_ACK:
 		return 0;
 	case VIRTIO_MEM_RESP_NACK:
-		if (type != VIRTIO_MEM_REQ_PLUG && type != VIRTIO_MEM_REQ_UNPLUG)
+		/* The specification allows NACK for PLUG only. */
+		if (type != VIRTIO_MEM_REQ_PLUG)
 			break;
 		return vms_nacked(vm);
 	case VIRTIO_MEM_RESP_BUSY:
@@ -628,8 +649,20 @@ static int vms_fake_offline_mb(struct vms *vm, unsigned long mb)
 	int rc = 0;
 
 	mutex_lock(&vm->hotplug_mutex);
-	if (vm->mb_state[mb] != VMS_MB_NORMAL || !vms_mb_online(vm, mb))
+	if (vm->mb_state[mb] != VMS_MB_NORMAL)
 		goto out;
+	/*
+	 * An offline block is held offline until its unit is removed or the
+	 * removal rolled back: onlined in between (udev, an admin), its pages
+	 * would be in use when offline_and_remove_memory() comes, and a
+	 * kworker's offline_pages() retries a page that does not migrate
+	 * until a signal that never comes. The online state is stable here:
+	 * an online holds hotplug_mutex from MEM_GOING_ONLINE to its end.
+	 */
+	if (!vms_mb_online(vm, mb)) {
+		WRITE_ONCE(vm->mb_state[mb], VMS_MB_HELD_OFFLINE);
+		goto out;
+	}
 	if (!vms_room_to_evacuate(pfn, nr, &all_free)) {
 		vm->nr_no_room++;
 		rc = -ENOMEM;
@@ -659,6 +692,8 @@ static void vms_fake_online_mb(struct vms *vm, unsigned long mb)
 		vms_set_offline_pages(pfn, nr, false);
 		free_contig_range(pfn, nr);
 		adjust_managed_page_count(pfn_to_page(pfn), nr);
+		WRITE_ONCE(vm->mb_state[mb], VMS_MB_NORMAL);
+	} else if (vm->mb_state[mb] == VMS_MB_HELD_OFFLINE) {
 		WRITE_ONCE(vm->mb_state[mb], VMS_MB_NORMAL);
 	}
 	/*
@@ -987,8 +1022,6 @@ static int vms_reconcile(struct vms *vm, unsigned long *tried)
 	int rc;
 
 	bitmap_zero(tried, vm->nr_units);
-	if (vms_nack_level(vm) >= 2)
-		return -ENOSPC;
 
 	/* Leftovers: plugged at the device but not added. */
 	for (id = 0; id < vm->nr_units; id++) {
@@ -1011,6 +1044,10 @@ static int vms_reconcile(struct vms *vm, unsigned long *tried)
 		goal = vms_goal(vm);
 		if (vm->plugged + vm->unit_size <= goal) {
 			unsigned long n = 1, max;
+
+			/* Stalled by NACKs: no PLUG until a new target. */
+			if (vms_nack_level(vm) >= 2)
+				return -ENOSPC;
 
 			pick = vms_pick_plug(vm);
 			if (pick < 0)
@@ -1041,8 +1078,13 @@ static int vms_reconcile(struct vms *vm, unsigned long *tried)
 		}
 		set_bit(pick, tried);
 		rc = vms_unplug_unit(vm, pick);
-		/* The device's answer, not this unit's: no other candidate. */
-		if (rc == -EAGAIN || rc == -ENOSPC || vm->broken)
+		/*
+		 * The device's answer, not this unit's: no other candidate
+		 * (BUSY, e.g. during migration, would refuse them all after
+		 * each was evacuated and removed for nothing).
+		 */
+		if (rc == -EAGAIN || rc == -ENOSPC || rc == -ETXTBSY ||
+		    vm->broken)
 			return rc;
 		if (rc && !first_err)
 			first_err = rc;
@@ -1360,10 +1402,13 @@ static ssize_t target_size_store(struct device *dev,
 	u64 t, cap;
 	int ret;
 
+	if (READ_ONCE(vm->broken))
+		return -EIO;
 	if (sysfs_streq(buf, "host")) {
 		spin_lock_irqsave(&vm->state_lock, flags);
 		vm->guest_target_set = false;
 		vm->nack_level = 0;
+		vm->target_gen++;
 		spin_unlock_irqrestore(&vm->state_lock, flags);
 		vms_queue(vm);
 		return count;
@@ -1380,6 +1425,7 @@ static ssize_t target_size_store(struct device *dev,
 	vm->guest_target = t;
 	vm->guest_target_set = true;
 	vm->nack_level = 0;
+	vm->target_gen++;
 	spin_unlock_irqrestore(&vm->state_lock, flags);
 	vms_queue(vm);
 	return count;
@@ -1657,9 +1703,15 @@ static void vms_remove(struct virtio_device *vdev)
 	hrtimer_cancel(&vm->retry_timer);
 	debugfs_remove_recursive(vm->dbg);
 
-	/* Unplug everything that can go; report what cannot. */
+	/*
+	 * Unplug everything that can go; report what cannot. A broken device
+	 * takes no request: removing memory from Linux first would only lose
+	 * it, so it all stays.
+	 */
 	mutex_lock(&vm->lock);
-	for (id = 0; id < vm->nr_units; id++) {
+	if (vm->broken)
+		rc = -EIO;
+	for (id = 0; id < vm->nr_units && !vm->broken; id++) {
 		int err;
 
 		if (vm->units[id] != VMS_UNIT_ADDED &&
@@ -1681,12 +1733,16 @@ static void vms_remove(struct virtio_device *vdev)
 	 * pointing at resource_name: like upstream virtio_mem, we deliberately
 	 * never free the name then (a few bytes per unload with memory that
 	 * could not go), since nothing tells us when the next bind or a later
-	 * removal drops the last resource that uses it.
+	 * removal drops the last resource that uses it. kmemleak is told: once
+	 * that removal drops the last pointer, the name is unreferenced on
+	 * purpose, not a leak.
 	 */
 	if (!vm->added) {
 		memory_group_unregister(vm->mgid);
 		vms_release_parent(vm);
 		kfree_const(vm->resource_name);
+	} else {
+		kmemleak_not_leak(vm->resource_name);
 	}
 	virtio_reset_device(vdev);
 	vdev->config->del_vqs(vdev);
