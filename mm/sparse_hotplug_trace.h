@@ -21,16 +21,16 @@
 #include <linux/tracepoint.h>
 
 /* Block states in events (also used by the debugfs event log). */
-#define SHP_BLOCK_OFFLINE	0
-#define SHP_BLOCK_ONLINE	1
+#define SPARSE_HP_BLOCK_OFFLINE	0
+#define SPARSE_HP_BLOCK_ONLINE	1
 
 /* Transition results. */
-#define SHP_RESULT_OK		0
-#define SHP_RESULT_CANCELLED	1
+#define SPARSE_HP_RESULT_OK		0
+#define SPARSE_HP_RESULT_CANCELLED	1
 
-#define shp_show_block_state(s)					\
-	__print_symbolic(s, { SHP_BLOCK_OFFLINE, "offline" },	\
-			 { SHP_BLOCK_ONLINE, "online" })
+#define sparse_hp_show_block_state(s)					\
+	__print_symbolic(s, { SPARSE_HP_BLOCK_OFFLINE, "offline" },	\
+			 { SPARSE_HP_BLOCK_ONLINE, "online" })
 
 TRACE_EVENT(block_going,
 	    TP_PROTO(unsigned long block, unsigned long start_pfn,
@@ -46,7 +46,7 @@ TRACE_EVENT(block_going,
 			   __entry->to = to;),
 	    TP_printk("block=%lu pfn=%#lx nr_pages=%lu to=%s",
 		      __entry->block, __entry->start_pfn, __entry->nr_pages,
-		      shp_show_block_state(__entry->to))
+		      sparse_hp_show_block_state(__entry->to))
 );
 
 TRACE_EVENT(block_transition,
@@ -66,11 +66,11 @@ TRACE_EVENT(block_transition,
 			   __entry->duration_ns = duration_ns;
 			   strscpy(__entry->zone, zone, sizeof(__entry->zone));),
 	    TP_printk("block=%lu %s->%s result=%s duration_ns=%llu zone=%s",
-		      __entry->block, shp_show_block_state(__entry->from),
-		      shp_show_block_state(__entry->to),
+		      __entry->block, sparse_hp_show_block_state(__entry->from),
+		      sparse_hp_show_block_state(__entry->to),
 		      __print_symbolic(__entry->result,
-				       { SHP_RESULT_OK, "ok" },
-				       { SHP_RESULT_CANCELLED, "cancelled" }),
+				       { SPARSE_HP_RESULT_OK, "ok" },
+				       { SPARSE_HP_RESULT_CANCELLED, "cancelled" }),
 		      __entry->duration_ns, __entry->zone)
 );
 

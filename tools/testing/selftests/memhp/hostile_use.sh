@@ -334,7 +334,7 @@ fi
 
 # --- sparse_hotplug -----------------------------------------------------------
 SHP=/sys/kernel/sparse_hotplug/sections
-shp_load()
+sparse_hp_load()
 {
 	memhp_load sparse_hotplug || return 1
 	echo 1 > $TRACE/events/sparse_hotplug/enable
@@ -377,7 +377,7 @@ states0=$(states_now)
 memtotal0=$(meminfo_kb MemTotal)
 st="idle, tracepoints on"
 if want sparse_hotplug "$st"; then
-	shp_load
+	sparse_hp_load
 	ok=0; unload sparse_hotplug && ok=1
 	unload_case sparse_hotplug "$st" $ok
 	echo 0 > $TRACE/events/enable 2>/dev/null
@@ -389,7 +389,7 @@ fi
 echo 'memhp-expect: begin page dumped because:' > /dev/kmsg
 st="mid-work (isolate and offline loops), tracepoints on"
 if want sparse_hotplug "$st"; then
-	shp_load
+	sparse_hp_load
 	iso=$(isolatable)
 	cyc=
 	for s in $(ls "$SHP" | sed 's/section//' | sort -rn); do
@@ -428,7 +428,7 @@ fi
 
 st="with a section isolated, tracepoints on"
 if want sparse_hotplug "$st"; then
-	shp_load
+	sparse_hp_load
 	iso=$(isolatable)
 	ok=0
 	if [ -n "$iso" ] && echo isolate > "$SHP/section$iso/state"; then

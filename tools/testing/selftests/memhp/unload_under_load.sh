@@ -213,14 +213,14 @@ settle
 memtotal1=$(meminfo_kb MemTotal)
 states1=$(for b in $(memory_blocks); do echo "$b $(block_state "$b")"; done)
 ktap_print_msg "MemTotal $memtotal0 -> $memtotal1 kB"
-shp_clean()
+sparse_hp_clean()
 {
 	[ "$rc" = 0 ] && ! memhp_module_loaded sparse_hotplug &&
 		[ ! -e /sys/kernel/sparse_hotplug ] &&
 		[ "$memtotal0" = "$memtotal1" ] && [ "$states0" = "$states1" ]
 }
 ktap_test_result "sparse_hotplug: rmmod under isolate/offline loops completes, isolated memory released" \
-	shp_clean
+	sparse_hp_clean
 
 # --- virtio_mem_shim --------------------------------------------------------
 for d in /sys/bus/virtio/devices/virtio*; do
