@@ -638,9 +638,9 @@ static bool vms_room_to_evacuate(unsigned long pfn, unsigned long nr,
 }
 
 /*
- * Take all pages of an online block, also when it is entirely free (an
- * experiment that offlined free blocks directly crashed the 6.1 guest in
- * remove_pagetable(), see the admin guide); 0, or -EBUSY/-ENOMEM/-EINTR.
+ * Take all pages of an online block, also when it is entirely free, so
+ * that every unplug takes one route (fake-offline, then
+ * offline_and_remove_memory()); 0, or -EBUSY/-ENOMEM/-EINTR.
  */
 static int vms_fake_offline_mb(struct vms *vm, unsigned long mb)
 {
@@ -724,7 +724,7 @@ static int vms_memory_notify(struct notifier_block *nb, unsigned long action,
 	 * event of the same operation. In between, the core releases the
 	 * notifier chain's rwsem and takes it again for the next event, so
 	 * lockdep records chain -> hotplug_mutex and hotplug_mutex -> chain
-	 * and reports a cycle (seen on the debug kernel). It cannot close:
+	 * and reports a cycle (on a PROVE_LOCKING kernel). It cannot close:
 	 * online and offline operations are serialised by mem_hotplug_lock,
 	 * so no second operation can hold the chain while this one holds the
 	 * mutex, and the worker never calls into the hotplug core with the
@@ -847,8 +847,10 @@ static int vms_add_units(struct vms *vm, unsigned long first, unsigned long n)
  * add them in as few calls as allowed (at most add_batch units each, if
  * that parameter is not 0): a call never covers a whole
  * 1 GiB-aligned GiB, because x86 maps such a range with a 1 GiB direct-map
- * page, and removing one unit of it later faults in remove_pagetable()
- * (seen in a 6.1 guest after one 1 GiB add). Units are removed one by one.
+ * page, and units are removed one by one: 6.1's remove_pud_table() clears
+ * a 1 GiB leaf only when the removed range covers all of it, and otherwise
+ * walks the leaf as if it pointed to a PMD table (pmd_offset() on a
+ * pud_large() entry), which faults.
  * If a group cannot be added, its units are added one by one; a unit that
  * cannot be added is unplugged again (or left PLUGGED for the next run).
  */
