@@ -61,6 +61,7 @@
 #include <linux/migrate_test.h>
 
 #include "kselftest_harness.h"
+#include "memhp_words.h"
 #include "memhp_file.h"
 #include "memhp_module.h"
 
@@ -110,32 +111,6 @@ static void __attribute__((destructor)) hu_counts_print(void)
 	if (counts && getpid() == main_pid)
 		printf("# figures: %d object x operation pairs ran (migrate_test), %d in time\n",
 		       counts->ran, counts->in_time);
-}
-
-static uint64_t word_of(uint64_t seed, size_t i)
-{
-	return (seed + i) * 0x9E3779B97F4A7C15ULL;
-}
-
-static void fill(void *buf, size_t len, uint64_t seed)
-{
-	uint64_t *w = buf;
-	size_t i;
-
-	for (i = 0; i < len / 8; i++)
-		w[i] = word_of(seed, i);
-}
-
-/* The index of the first wrong word, or -1. */
-static long check(const void *buf, size_t len, uint64_t seed)
-{
-	const uint64_t *w = buf;
-	size_t i;
-
-	for (i = 0; i < len / 8; i++)
-		if (w[i] != word_of(seed, i))
-			return i;
-	return -1;
 }
 
 static double now(void)
