@@ -77,6 +77,8 @@
 #include <linux/bitmap.h>
 #include <linux/slab.h>
 #include <linux/kmemleak.h>
+#include <linux/delay.h>
+#include <linux/sched/signal.h>
 #include <linux/sizes.h>
 #include <linux/overflow.h>
 #include <linux/ctype.h>
@@ -85,6 +87,7 @@
 #define VMS_RESOURCE_NAME	"System RAM (virtio_mem_shim)"
 #define VMS_RETRY_MIN_MS	500
 #define VMS_RETRY_MAX_MS	16000
+#define VMS_REMOVE_TRIES	5	/* unplug tries per unit at removal (-EBUSY) */
 /* nb_blocks is a __virtio16: split larger requests. */
 #define VMS_MAX_BLOCKS_PER_REQ	32768
 
@@ -1714,12 +1717,24 @@ static void vms_remove(struct virtio_device *vdev)
 	if (vm->broken)
 		rc = -EIO;
 	for (id = 0; id < vm->nr_units && !vm->broken; id++) {
-		int err;
+		int err, try;
 
 		if (vm->units[id] != VMS_UNIT_ADDED &&
 		    vm->units[id] != VMS_UNIT_PLUGGED)
 			continue;
-		err = vms_unplug_unit(vm, id);
+		/*
+		 * Evacuating a movable unit fails with -EBUSY while one of its
+		 * pages is briefly held (under migration, in a per-CPU list):
+		 * a few more tries, at most 1.5 s per unit, and none once rmmod
+		 * is killed; anything else stays, as reported below.
+		 */
+		for (try = 0; ; try++) {
+			err = vms_unplug_unit(vm, id);
+			if (err != -EBUSY || try == VMS_REMOVE_TRIES - 1 ||
+			    fatal_signal_pending(current))
+				break;
+			msleep(100 * (try + 1));
+		}
 		if (err && !rc)
 			rc = err;
 	}

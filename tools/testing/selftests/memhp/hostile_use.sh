@@ -121,7 +121,7 @@ module_nodes()
 	case $1 in
 	sparse_hotplug)	echo "$DEBUG/sparse_hotplug /sys/kernel/sparse_hotplug $TRACE/events/sparse_hotplug" ;;
 	buddy_split)	echo "$DEBUG/buddy_split /dev/buddy_split" ;;
-	pfn_lookup)	echo "$DEBUG/pfn_bench" ;;
+	pfn_lookup)	echo "$DEBUG/pfn_lookup" ;;
 	migrate_test)	echo "/dev/migrate_test" ;;
 	virtio_mem_shim) echo "$DEBUG/virtio_mem_shim /sys/bus/virtio/drivers/virtio_mem_shim" ;;
 	esac
@@ -319,7 +319,7 @@ fi
 st="mid-work (a run, EBUSY first, then killed)"
 if want pfn_lookup "$st"; then
 	memhp_load pfn_lookup
-	(echo "100000000 31" > $DEBUG/pfn_bench/run) > /dev/null 2>&1 &
+	(echo "100000000 31" > $DEBUG/pfn_lookup/run) > /dev/null 2>&1 &
 	PIDS+=($!)
 	sleep 2
 	ok=0
