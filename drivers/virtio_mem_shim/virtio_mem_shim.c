@@ -33,7 +33,7 @@
  *  - Device responses follow the virtio-mem specification as upstream
  *    handles them: BUSY is retried later (retry_timer, with back-off);
  *    NACK makes the driver re-read the config at once and not repeat the
- *    refused request (see vms_nacked()); ERROR or a response the request
+ *    refused request (see vmem_shim_nacked()); ERROR or a response the request
  *    cannot have marks the device broken: one log line, "broken" in the
  *    sysfs state file, no further requests.
  *
@@ -84,42 +84,42 @@
 #include <linux/ctype.h>
 #include <linux/acpi.h>
 
-#define VMS_RESOURCE_NAME	"System RAM (virtio_mem_shim)"
-#define VMS_RETRY_MIN_MS	500
-#define VMS_RETRY_MAX_MS	16000
-#define VMS_REMOVE_TRIES	5	/* unplug tries per unit at removal (-EBUSY) */
+#define VMEM_SHIM_RESOURCE_NAME	"System RAM (virtio_mem_shim)"
+#define VMEM_SHIM_RETRY_MIN_MS	500
+#define VMEM_SHIM_RETRY_MAX_MS	16000
+#define VMEM_SHIM_REMOVE_TRIES	5	/* unplug tries per unit at removal (-EBUSY) */
 /* nb_blocks is a __virtio16: split larger requests. */
-#define VMS_MAX_BLOCKS_PER_REQ	32768
+#define VMEM_SHIM_MAX_BLOCKS_PER_REQ	32768
 
-enum vms_unit_state {
-	VMS_UNIT_UNPLUGGED = 0,	/* unplugged, not added */
-	VMS_UNIT_PLUGGED,	/* plugged at the device, not added */
-	VMS_UNIT_ADDED,		/* plugged and added to Linux */
-	VMS_UNIT_FOREIGN,	/* partially plugged and in use: never touched */
+enum vmem_shim_unit_state {
+	VMEM_SHIM_UNIT_UNPLUGGED = 0,	/* unplugged, not added */
+	VMEM_SHIM_UNIT_PLUGGED,	/* plugged at the device, not added */
+	VMEM_SHIM_UNIT_ADDED,		/* plugged and added to Linux */
+	VMEM_SHIM_UNIT_FOREIGN,	/* partially plugged and in use: never touched */
 };
 
-static const char * const vms_unit_names[] = {
-	[VMS_UNIT_UNPLUGGED] = "unplugged",
-	[VMS_UNIT_PLUGGED] = "plugged",
-	[VMS_UNIT_ADDED] = "added",
-	[VMS_UNIT_FOREIGN] = "foreign",
+static const char * const vmem_shim_unit_names[] = {
+	[VMEM_SHIM_UNIT_UNPLUGGED] = "unplugged",
+	[VMEM_SHIM_UNIT_PLUGGED] = "plugged",
+	[VMEM_SHIM_UNIT_ADDED] = "added",
+	[VMEM_SHIM_UNIT_FOREIGN] = "foreign",
 };
 
-enum vms_mb_state {
-	VMS_MB_NORMAL = 0,	/* not ours beyond being added */
-	VMS_MB_FAKE,		/* all pages ours (refcount 1), PageOffline */
-	VMS_MB_FAKE_DROPPED,	/* as FAKE, refs dropped for offlining */
-	VMS_MB_HELD_OFFLINE,	/* offline, being unplugged: onlining refused */
+enum vmem_shim_mb_state {
+	VMEM_SHIM_MB_NORMAL = 0,	/* not ours beyond being added */
+	VMEM_SHIM_MB_FAKE,		/* all pages ours (refcount 1), PageOffline */
+	VMEM_SHIM_MB_FAKE_DROPPED,	/* as FAKE, refs dropped for offlining */
+	VMEM_SHIM_MB_HELD_OFFLINE,	/* offline, being unplugged: onlining refused */
 };
 
-static const char * const vms_mb_names[] = {
-	[VMS_MB_NORMAL] = "-",
-	[VMS_MB_FAKE] = "fake-offline",
-	[VMS_MB_FAKE_DROPPED] = "fake-offline-dropped",
-	[VMS_MB_HELD_OFFLINE] = "offline-held",
+static const char * const vmem_shim_mb_names[] = {
+	[VMEM_SHIM_MB_NORMAL] = "-",
+	[VMEM_SHIM_MB_FAKE] = "fake-offline",
+	[VMEM_SHIM_MB_FAKE_DROPPED] = "fake-offline-dropped",
+	[VMEM_SHIM_MB_HELD_OFFLINE] = "offline-held",
 };
 
-struct vms {
+struct vmem_shim {
 	struct virtio_device *vdev;
 	struct virtqueue *vq;
 	wait_queue_head_t host_resp;
@@ -151,7 +151,7 @@ struct vms {
 	struct mutex lock;
 	/* Usable units; read by sysfs without vm->lock (WRITE_ONCE). */
 	unsigned long nr_usable;
-	u8 *units;		/* enum vms_unit_state per unit */
+	u8 *units;		/* enum vmem_shim_unit_state per unit */
 	u64 plugged;		/* bytes of PLUGGED + ADDED units */
 	u64 added;		/* bytes of ADDED units */
 	bool started;		/* startup scan of plugged memory done */
@@ -231,9 +231,9 @@ struct vms {
  * We do not try when the free memory outside the block would drop below
  * this reserve: the unit is reported as not unpluggable (-ENOMEM) instead.
  */
-static unsigned long vms_unplug_reserve_mb = 64;
+static unsigned long vmem_shim_unplug_reserve_mb = 64;
 
-static int vms_reserve_set(const char *val, const struct kernel_param *kp)
+static int vmem_shim_reserve_set(const char *val, const struct kernel_param *kp)
 {
 	unsigned long v;
 	int rc = kstrtoul(val, 0, &v);
@@ -242,16 +242,16 @@ static int vms_reserve_set(const char *val, const struct kernel_param *kp)
 		return rc;
 	if (v > (totalram_pages() >> (20 - PAGE_SHIFT)))
 		return -ERANGE;
-	WRITE_ONCE(vms_unplug_reserve_mb, v);
+	WRITE_ONCE(vmem_shim_unplug_reserve_mb, v);
 	return 0;
 }
 
-static const struct kernel_param_ops vms_reserve_ops = {
-	.set = vms_reserve_set,
+static const struct kernel_param_ops vmem_shim_reserve_ops = {
+	.set = vmem_shim_reserve_set,
 	.get = param_get_ulong,
 };
 
-module_param_cb(unplug_reserve_mb, &vms_reserve_ops, &vms_unplug_reserve_mb, 0644);
+module_param_cb(unplug_reserve_mb, &vmem_shim_reserve_ops, &vmem_shim_unplug_reserve_mb, 0644);
 MODULE_PARM_DESC(unplug_reserve_mb,
 		 "Free memory (MiB) to keep when evacuating memory to unplug it (default 64)");
 
@@ -260,10 +260,10 @@ MODULE_PARM_DESC(unplug_reserve_mb,
  * needs, within one request). 1 behaves like upstream's SBM: one request
  * per memory block.
  */
-static unsigned long vms_plug_batch;
+static unsigned long vmem_shim_plug_batch;
 
 /* The batch parameters are read with READ_ONCE() by the worker. */
-static int vms_ulong_set(const char *val, const struct kernel_param *kp)
+static int vmem_shim_ulong_set(const char *val, const struct kernel_param *kp)
 {
 	unsigned long v;
 	int rc = kstrtoul(val, 0, &v);
@@ -274,50 +274,50 @@ static int vms_ulong_set(const char *val, const struct kernel_param *kp)
 	return 0;
 }
 
-static const struct kernel_param_ops vms_ulong_ops = {
-	.set = vms_ulong_set,
+static const struct kernel_param_ops vmem_shim_ulong_ops = {
+	.set = vmem_shim_ulong_set,
 	.get = param_get_ulong,
 };
 
-module_param_cb(plug_batch, &vms_ulong_ops, &vms_plug_batch, 0644);
+module_param_cb(plug_batch, &vmem_shim_ulong_ops, &vmem_shim_plug_batch, 0644);
 MODULE_PARM_DESC(plug_batch, "Max units plugged with one request (0 = no limit)");
 
 /*
  * Units added to Linux with one add_memory_driver_managed() call (0: as
- * many as allowed, see vms_plug_units()). 1 adds unit by unit,
+ * many as allowed, see vmem_shim_plug_units()). 1 adds unit by unit,
  * like upstream's SBM, for comparing the two ways on the same device.
  */
-static unsigned long vms_add_batch;
-module_param_cb(add_batch, &vms_ulong_ops, &vms_add_batch, 0644);
+static unsigned long vmem_shim_add_batch;
+module_param_cb(add_batch, &vmem_shim_ulong_ops, &vmem_shim_add_batch, 0644);
 MODULE_PARM_DESC(add_batch, "Max units added with one add_memory call (0 = no limit)");
 
-static struct dentry *vms_debugfs_root;
+static struct dentry *vmem_shim_debugfs_root;
 
-static inline u64 vms_unit_start(const struct vms *vm, unsigned long id)
+static inline u64 vmem_shim_unit_start(const struct vmem_shim *vm, unsigned long id)
 {
 	return vm->base + (u64)id * vm->unit_size;
 }
 
-static inline unsigned long vms_mb_pfn(const struct vms *vm, unsigned long mb)
+static inline unsigned long vmem_shim_mb_pfn(const struct vmem_shim *vm, unsigned long mb)
 {
 	return PHYS_PFN(vm->base + (u64)mb * vm->mb_size);
 }
 
-static inline unsigned long vms_mb_pages(const struct vms *vm)
+static inline unsigned long vmem_shim_mb_pages(const struct vmem_shim *vm)
 {
 	return PHYS_PFN(vm->mb_size);
 }
 
-static void vms_vq_done(struct virtqueue *vq)
+static void vmem_shim_vq_done(struct virtqueue *vq)
 {
-	struct vms *vm = vq->vdev->priv;
+	struct vmem_shim *vm = vq->vdev->priv;
 
 	wake_up(&vm->host_resp);
 }
 
 /* --- configuration ----------------------------------------------------- */
 
-static void vms_update_usable(struct vms *vm)
+static void vmem_shim_update_usable(struct vmem_shim *vm)
 {
 	struct range pluggable = mhp_get_pluggable_range(true);
 	u64 end = min_t(u64, vm->addr + vm->usable_region_size,
@@ -335,7 +335,7 @@ static void vms_update_usable(struct vms *vm)
  * Re-read the changing config fields (caller holds vm->lock); a new host
  * request wins over the guest target and ends a NACK stall.
  */
-static void vms_refresh_config(struct vms *vm)
+static void vmem_shim_refresh_config(struct vmem_shim *vm)
 {
 	u64 requested, plugged;
 	unsigned long flags;
@@ -365,16 +365,16 @@ static void vms_refresh_config(struct vms *vm)
 		vm->retry_ms = 0;
 	}
 	WRITE_ONCE(vm->requested_size, requested);
-	vms_update_usable(vm);
+	vmem_shim_update_usable(vm);
 }
 
 /*
  * The size we steer to, a multiple of unit_size: the guest target if one is
  * set and the device has not refused it, else the host's requested_size.
  * A guest target may be above requested_size: the device decides (QEMU
- * NACKs a PLUG beyond it, see vms_nacked()).
+ * NACKs a PLUG beyond it, see vmem_shim_nacked()).
  */
-static u64 vms_goal(struct vms *vm)
+static u64 vmem_shim_goal(struct vmem_shim *vm)
 {
 	unsigned long flags;
 	u64 goal;
@@ -388,7 +388,7 @@ static u64 vms_goal(struct vms *vm)
 	return round_down(goal, vm->unit_size);
 }
 
-static unsigned int vms_nack_level(struct vms *vm)
+static unsigned int vmem_shim_nack_level(struct vmem_shim *vm)
 {
 	unsigned long flags;
 	unsigned int level;
@@ -402,7 +402,7 @@ static unsigned int vms_nack_level(struct vms *vm)
 /* --- device requests --------------------------------------------------- */
 
 /* Mark the device broken: one log line, no further requests. */
-static void vms_mark_broken(struct vms *vm, const char *why, int val)
+static void vmem_shim_mark_broken(struct vmem_shim *vm, const char *why, int val)
 {
 	lockdep_assert_held(&vm->lock);
 	if (vm->broken)
@@ -417,7 +417,7 @@ static void vms_mark_broken(struct vms *vm, const char *why, int val)
  * Send vm->req and wait for the response type, or -EIO once the device is
  * broken. Caller holds vm->lock.
  */
-static int vms_send(struct vms *vm)
+static int vmem_shim_send(struct vmem_shim *vm)
 {
 	struct scatterlist sg_req, sg_resp, *sgs[2] = { &sg_req, &sg_resp };
 	unsigned int len;
@@ -431,7 +431,7 @@ static int vms_send(struct vms *vm)
 	/* One request in flight: the queue cannot be full. */
 	rc = virtqueue_add_sgs(vm->vq, sgs, 1, 1, vm, GFP_KERNEL);
 	if (rc < 0) {
-		vms_mark_broken(vm, "cannot queue a request", rc);
+		vmem_shim_mark_broken(vm, "cannot queue a request", rc);
 		return -EIO;
 	}
 	virtqueue_kick(vm->vq);
@@ -439,7 +439,7 @@ static int vms_send(struct vms *vm)
 	return virtio16_to_cpu(vm->vdev, vm->resp.type);
 }
 
-static void vms_fill_req(struct vms *vm, u16 type, u64 addr, u64 nb)
+static void vmem_shim_fill_req(struct vmem_shim *vm, u16 type, u64 addr, u64 nb)
 {
 	memset(&vm->req, 0, sizeof(vm->req));
 	vm->req.type = cpu_to_virtio16(vm->vdev, type);
@@ -457,14 +457,14 @@ static void vms_fill_req(struct vms *vm, u16 type, u64 addr, u64 nb)
  * requests until the host or the guest sets a new target (-ENOSPC, no
  * retry), so a refused request is never repeated blindly.
  */
-static int vms_nacked(struct vms *vm)
+static int vmem_shim_nacked(struct vmem_shim *vm)
 {
 	u64 requested = vm->requested_size;
 	unsigned long flags;
 	unsigned int level;
 
 	vm->nr_nack++;
-	vms_refresh_config(vm);
+	vmem_shim_refresh_config(vm);
 	if (vm->requested_size != requested)
 		return -EAGAIN;
 	spin_lock_irqsave(&vm->state_lock, flags);
@@ -494,11 +494,11 @@ static int vms_nacked(struct vms *vm)
 
 /*
  * Map a response to a request of @type to an errno and count it: 0 (ACK),
- * -ETXTBSY (BUSY: retry later), vms_nacked()'s -EAGAIN / -ENOSPC (NACK, only
+ * -ETXTBSY (BUSY: retry later), vmem_shim_nacked()'s -EAGAIN / -ENOSPC (NACK, only
  * for PLUG), -EIO (ERROR or a response the request cannot have:
  * the device is marked broken).
  */
-static int vms_resp_errno(struct vms *vm, u16 type, int resp)
+static int vmem_shim_resp_errno(struct vmem_shim *vm, u16 type, int resp)
 {
 	if (resp < 0)
 		return resp;
@@ -509,7 +509,7 @@ static int vms_resp_errno(struct vms *vm, u16 type, int resp)
 		/* The specification allows NACK for PLUG only. */
 		if (type != VIRTIO_MEM_REQ_PLUG)
 			break;
-		return vms_nacked(vm);
+		return vmem_shim_nacked(vm);
 	case VIRTIO_MEM_RESP_BUSY:
 		if (type == VIRTIO_MEM_REQ_STATE)
 			break;
@@ -517,29 +517,29 @@ static int vms_resp_errno(struct vms *vm, u16 type, int resp)
 		return -ETXTBSY;	/* device busy (e.g. migration) */
 	case VIRTIO_MEM_RESP_ERROR:
 		vm->nr_error++;
-		vms_mark_broken(vm, "device answered ERROR to a request of type",
-				type);
+		vmem_shim_mark_broken(vm, "device answered ERROR to a request of type",
+				      type);
 		return -EIO;
 	}
-	vms_mark_broken(vm, "impossible response type", resp);
+	vmem_shim_mark_broken(vm, "impossible response type", resp);
 	return -EIO;
 }
 
 /* PLUG or UNPLUG [addr, addr + size); updates dev_plugged_size. */
-static int vms_change_range(struct vms *vm, u16 type, u64 addr, u64 size)
+static int vmem_shim_change_range(struct vmem_shim *vm, u16 type, u64 addr, u64 size)
 {
 	u64 nb = div64_u64(size, vm->block_size);
 	int rc;
 
 	while (nb) {
-		u64 n = min_t(u64, nb, VMS_MAX_BLOCKS_PER_REQ);
+		u64 n = min_t(u64, nb, VMEM_SHIM_MAX_BLOCKS_PER_REQ);
 
-		vms_fill_req(vm, type, addr, n);
+		vmem_shim_fill_req(vm, type, addr, n);
 		if (type == VIRTIO_MEM_REQ_PLUG)
 			vm->nr_plug_req++;
 		else
 			vm->nr_unplug_req++;
-		rc = vms_resp_errno(vm, type, vms_send(vm));
+		rc = vmem_shim_resp_errno(vm, type, vmem_shim_send(vm));
 		if (rc)
 			return rc;
 		if (type == VIRTIO_MEM_REQ_PLUG)
@@ -553,14 +553,14 @@ static int vms_change_range(struct vms *vm, u16 type, u64 addr, u64 size)
 }
 
 /* STATE of [addr, addr + size): VIRTIO_MEM_STATE_* or -errno. */
-static int vms_state(struct vms *vm, u64 addr, u64 size)
+static int vmem_shim_state(struct vmem_shim *vm, u64 addr, u64 size)
 {
 	int rc;
 
-	vms_fill_req(vm, VIRTIO_MEM_REQ_STATE, addr,
-		     div64_u64(size, vm->block_size));
+	vmem_shim_fill_req(vm, VIRTIO_MEM_REQ_STATE, addr,
+			   div64_u64(size, vm->block_size));
 	vm->nr_state_req++;
-	rc = vms_resp_errno(vm, VIRTIO_MEM_REQ_STATE, vms_send(vm));
+	rc = vmem_shim_resp_errno(vm, VIRTIO_MEM_REQ_STATE, vmem_shim_send(vm));
 	if (rc)
 		return rc;
 	rc = virtio16_to_cpu(vm->vdev, vm->resp.u.state.state);
@@ -570,17 +570,17 @@ static int vms_state(struct vms *vm, u64 addr, u64 size)
 	case VIRTIO_MEM_STATE_MIXED:
 		return rc;
 	}
-	vms_mark_broken(vm, "impossible STATE answer", rc);
+	vmem_shim_mark_broken(vm, "impossible STATE answer", rc);
 	return -EIO;
 }
 
-static int vms_unplug_all(struct vms *vm)
+static int vmem_shim_unplug_all(struct vmem_shim *vm)
 {
 	int rc;
 
-	vms_fill_req(vm, VIRTIO_MEM_REQ_UNPLUG_ALL, 0, 0);
+	vmem_shim_fill_req(vm, VIRTIO_MEM_REQ_UNPLUG_ALL, 0, 0);
 	vm->nr_unplug_req++;
-	rc = vms_resp_errno(vm, VIRTIO_MEM_REQ_UNPLUG_ALL, vms_send(vm));
+	rc = vmem_shim_resp_errno(vm, VIRTIO_MEM_REQ_UNPLUG_ALL, vmem_shim_send(vm));
 	if (!rc)
 		vm->dev_plugged_size = 0;
 	return rc;
@@ -588,21 +588,21 @@ static int vms_unplug_all(struct vms *vm)
 
 /* --- memory block state ------------------------------------------------ */
 
-static bool vms_mb_online(struct vms *vm, unsigned long mb)
+static bool vmem_shim_mb_online(struct vmem_shim *vm, unsigned long mb)
 {
-	return !!pfn_to_online_page(vms_mb_pfn(vm, mb));
+	return !!pfn_to_online_page(vmem_shim_mb_pfn(vm, mb));
 }
 
-static bool vms_mb_movable(struct vms *vm, unsigned long mb)
+static bool vmem_shim_mb_movable(struct vmem_shim *vm, unsigned long mb)
 {
-	struct page *page = pfn_to_online_page(vms_mb_pfn(vm, mb));
+	struct page *page = pfn_to_online_page(vmem_shim_mb_pfn(vm, mb));
 
 	return page && zone_idx(page_zone(page)) == ZONE_MOVABLE;
 }
 
 /* --- fake offline: evacuate a block with alloc_contig_range() ----------- */
 
-static void vms_set_offline_pages(unsigned long pfn, unsigned long nr, bool on)
+static void vmem_shim_set_offline_pages(unsigned long pfn, unsigned long nr, bool on)
 {
 	unsigned long i;
 
@@ -621,11 +621,11 @@ static void vms_set_offline_pages(unsigned long pfn, unsigned long nr, bool on)
  * still keep unplug_reserve_mb free? A snapshot, but it keeps us from
  * pushing the guest into reclaim storms just to unplug.
  */
-static bool vms_room_to_evacuate(unsigned long pfn, unsigned long nr,
-				 bool *all_free)
+static bool vmem_shim_room_to_evacuate(unsigned long pfn, unsigned long nr,
+				       bool *all_free)
 {
 	unsigned long free_all = global_zone_page_state(NR_FREE_PAGES);
-	unsigned long reserve = READ_ONCE(vms_unplug_reserve_mb) << (20 - PAGE_SHIFT);
+	unsigned long reserve = READ_ONCE(vmem_shim_unplug_reserve_mb) << (20 - PAGE_SHIFT);
 	unsigned long free_in = 0, i;
 
 	for (i = 0; i < nr; i++) {
@@ -645,14 +645,14 @@ static bool vms_room_to_evacuate(unsigned long pfn, unsigned long nr,
  * that every unplug takes one route (fake-offline, then
  * offline_and_remove_memory()); 0, or -EBUSY/-ENOMEM/-EINTR.
  */
-static int vms_fake_offline_mb(struct vms *vm, unsigned long mb)
+static int vmem_shim_fake_offline_mb(struct vmem_shim *vm, unsigned long mb)
 {
-	unsigned long pfn = vms_mb_pfn(vm, mb), nr = vms_mb_pages(vm);
+	unsigned long pfn = vmem_shim_mb_pfn(vm, mb), nr = vmem_shim_mb_pages(vm);
 	bool all_free;
 	int rc = 0;
 
 	mutex_lock(&vm->hotplug_mutex);
-	if (vm->mb_state[mb] != VMS_MB_NORMAL)
+	if (vm->mb_state[mb] != VMEM_SHIM_MB_NORMAL)
 		goto out;
 	/*
 	 * An offline block is held offline until its unit is removed or the
@@ -662,11 +662,11 @@ static int vms_fake_offline_mb(struct vms *vm, unsigned long mb)
 	 * until a signal that never comes. The online state is stable here:
 	 * an online holds hotplug_mutex from MEM_GOING_ONLINE to its end.
 	 */
-	if (!vms_mb_online(vm, mb)) {
-		WRITE_ONCE(vm->mb_state[mb], VMS_MB_HELD_OFFLINE);
+	if (!vmem_shim_mb_online(vm, mb)) {
+		WRITE_ONCE(vm->mb_state[mb], VMEM_SHIM_MB_HELD_OFFLINE);
 		goto out;
 	}
-	if (!vms_room_to_evacuate(pfn, nr, &all_free)) {
+	if (!vmem_shim_room_to_evacuate(pfn, nr, &all_free)) {
 		vm->nr_no_room++;
 		rc = -ENOMEM;
 		goto out;
@@ -677,50 +677,50 @@ static int vms_fake_offline_mb(struct vms *vm, unsigned long mb)
 				GFP_KERNEL | __GFP_NOWARN);
 	if (rc)
 		goto out;
-	vms_set_offline_pages(pfn, nr, true);
+	vmem_shim_set_offline_pages(pfn, nr, true);
 	adjust_managed_page_count(pfn_to_page(pfn), -(long)nr);
-	WRITE_ONCE(vm->mb_state[mb], VMS_MB_FAKE);
+	WRITE_ONCE(vm->mb_state[mb], VMEM_SHIM_MB_FAKE);
 out:
 	mutex_unlock(&vm->hotplug_mutex);
 	return rc;
 }
 
 /* Give a fake-offline block back to the page allocator. */
-static void vms_fake_online_mb(struct vms *vm, unsigned long mb)
+static void vmem_shim_fake_online_mb(struct vmem_shim *vm, unsigned long mb)
 {
-	unsigned long pfn = vms_mb_pfn(vm, mb), nr = vms_mb_pages(vm);
+	unsigned long pfn = vmem_shim_mb_pfn(vm, mb), nr = vmem_shim_mb_pages(vm);
 
 	mutex_lock(&vm->hotplug_mutex);
-	if (vm->mb_state[mb] == VMS_MB_FAKE) {
-		vms_set_offline_pages(pfn, nr, false);
+	if (vm->mb_state[mb] == VMEM_SHIM_MB_FAKE) {
+		vmem_shim_set_offline_pages(pfn, nr, false);
 		free_contig_range(pfn, nr);
 		adjust_managed_page_count(pfn_to_page(pfn), nr);
-		WRITE_ONCE(vm->mb_state[mb], VMS_MB_NORMAL);
-	} else if (vm->mb_state[mb] == VMS_MB_HELD_OFFLINE) {
-		WRITE_ONCE(vm->mb_state[mb], VMS_MB_NORMAL);
+		WRITE_ONCE(vm->mb_state[mb], VMEM_SHIM_MB_NORMAL);
+	} else if (vm->mb_state[mb] == VMEM_SHIM_MB_HELD_OFFLINE) {
+		WRITE_ONCE(vm->mb_state[mb], VMEM_SHIM_MB_NORMAL);
 	}
 	/*
-	 * VMS_MB_FAKE_DROPPED: the block went offline with our pages and could
+	 * VMEM_SHIM_MB_FAKE_DROPPED: the block went offline with our pages and could
 	 * not be onlined again (we veto that); it stays offline and is
 	 * removed by the next attempt.
 	 */
 	mutex_unlock(&vm->hotplug_mutex);
 }
 
-static int vms_memory_notify(struct notifier_block *nb, unsigned long action,
-			     void *arg)
+static int vmem_shim_memory_notify(struct notifier_block *nb, unsigned long action,
+				   void *arg)
 {
-	struct vms *vm = container_of(nb, struct vms, memory_nb);
+	struct vmem_shim *vm = container_of(nb, struct vmem_shim, memory_nb);
 	struct memory_notify *mhp = arg;
 	u64 start = PFN_PHYS(mhp->start_pfn);
 	unsigned long mb, pfn, i, nr;
 	int rc = NOTIFY_OK;
 
-	if (start < vm->base || start >= vms_unit_start(vm, vm->nr_units))
+	if (start < vm->base || start >= vmem_shim_unit_start(vm, vm->nr_units))
 		return NOTIFY_DONE;
 	mb = div64_u64(start - vm->base, vm->mb_size);
-	pfn = vms_mb_pfn(vm, mb);
-	nr = vms_mb_pages(vm);
+	pfn = vmem_shim_mb_pfn(vm, mb);
+	nr = vmem_shim_mb_pages(vm);
 
 	/*
 	 * hotplug_mutex is taken at MEM_GOING_* and released at the final
@@ -738,19 +738,19 @@ static int vms_memory_notify(struct notifier_block *nb, unsigned long action,
 	case MEM_GOING_OFFLINE:
 		mutex_lock(&vm->hotplug_mutex);
 		vm->hotplug_active = true;
-		if (vm->mb_state[mb] == VMS_MB_FAKE) {
+		if (vm->mb_state[mb] == VMEM_SHIM_MB_FAKE) {
 			/* Let offlining skip our pages: drop our references. */
 			for (i = 0; i < nr; i++)
 				page_ref_dec(pfn_to_page(pfn + i));
 			/* offline_pages() takes all pages off the count. */
 			adjust_managed_page_count(pfn_to_page(pfn), nr);
-			WRITE_ONCE(vm->mb_state[mb], VMS_MB_FAKE_DROPPED);
+			WRITE_ONCE(vm->mb_state[mb], VMEM_SHIM_MB_FAKE_DROPPED);
 		}
 		break;
 	case MEM_GOING_ONLINE:
 		mutex_lock(&vm->hotplug_mutex);
 		vm->hotplug_active = true;
-		if (vm->mb_state[mb] != VMS_MB_NORMAL) {
+		if (vm->mb_state[mb] != VMEM_SHIM_MB_NORMAL) {
 			dev_info_ratelimited(&vm->vdev->dev,
 					     "onlining memory block at %#llx refused: being unplugged\n",
 					     start);
@@ -760,11 +760,11 @@ static int vms_memory_notify(struct notifier_block *nb, unsigned long action,
 	case MEM_CANCEL_OFFLINE:
 		if (!vm->hotplug_active)
 			break;
-		if (vm->mb_state[mb] == VMS_MB_FAKE_DROPPED) {
+		if (vm->mb_state[mb] == VMEM_SHIM_MB_FAKE_DROPPED) {
 			for (i = 0; i < nr; i++)
 				page_ref_inc(pfn_to_page(pfn + i));
 			adjust_managed_page_count(pfn_to_page(pfn), -(long)nr);
-			WRITE_ONCE(vm->mb_state[mb], VMS_MB_FAKE);
+			WRITE_ONCE(vm->mb_state[mb], VMEM_SHIM_MB_FAKE);
 		}
 		vm->hotplug_active = false;
 		mutex_unlock(&vm->hotplug_mutex);
@@ -784,17 +784,17 @@ static int vms_memory_notify(struct notifier_block *nb, unsigned long action,
 
 /* --- units ------------------------------------------------------------- */
 
-static void vms_set_unit(struct vms *vm, unsigned long id, u8 state)
+static void vmem_shim_set_unit(struct vmem_shim *vm, unsigned long id, u8 state)
 {
 	u8 old = vm->units[id];
 
-	if (old == VMS_UNIT_PLUGGED || old == VMS_UNIT_ADDED)
+	if (old == VMEM_SHIM_UNIT_PLUGGED || old == VMEM_SHIM_UNIT_ADDED)
 		vm->plugged -= vm->unit_size;
-	if (old == VMS_UNIT_ADDED)
+	if (old == VMEM_SHIM_UNIT_ADDED)
 		vm->added -= vm->unit_size;
-	if (state == VMS_UNIT_PLUGGED || state == VMS_UNIT_ADDED)
+	if (state == VMEM_SHIM_UNIT_PLUGGED || state == VMEM_SHIM_UNIT_ADDED)
 		vm->plugged += vm->unit_size;
-	if (state == VMS_UNIT_ADDED)
+	if (state == VMEM_SHIM_UNIT_ADDED)
 		vm->added += vm->unit_size;
 	vm->units[id] = state;
 }
@@ -804,9 +804,9 @@ static void vms_set_unit(struct vms *vm, unsigned long id, u8 state)
  * onlines its blocks inside the call, or leaves them offline for udev /
  * user space, as with upstream virtio_mem.
  */
-static int vms_add_unit(struct vms *vm, unsigned long id)
+static int vmem_shim_add_unit(struct vmem_shim *vm, unsigned long id)
 {
-	u64 start = vms_unit_start(vm, id);
+	u64 start = vmem_shim_unit_start(vm, id);
 	int rc;
 
 	/* Memory may be onlined inside the call: the notifier must agree. */
@@ -819,7 +819,7 @@ static int vms_add_unit(struct vms *vm, unsigned long id)
 				     start, vm->unit_size, rc);
 		return rc;
 	}
-	vms_set_unit(vm, id, VMS_UNIT_ADDED);
+	vmem_shim_set_unit(vm, id, VMEM_SHIM_UNIT_ADDED);
 	vm->nr_added++;
 	return 0;
 }
@@ -828,18 +828,18 @@ static int vms_add_unit(struct vms *vm, unsigned long id)
  * Add the PLUGGED units [first, first + n) with one call; 0 or -errno
  * (nothing added then).
  */
-static int vms_add_units(struct vms *vm, unsigned long first, unsigned long n)
+static int vmem_shim_add_units(struct vmem_shim *vm, unsigned long first, unsigned long n)
 {
 	unsigned long id;
 	int rc;
 
-	rc = add_memory_driver_managed(vm->mgid, vms_unit_start(vm, first),
+	rc = add_memory_driver_managed(vm->mgid, vmem_shim_unit_start(vm, first),
 				       (u64)n * vm->unit_size, vm->resource_name,
 				       MHP_MERGE_RESOURCE | MHP_NID_IS_MGID);
 	if (rc)
 		return rc;
 	for (id = first; id < first + n; id++) {
-		vms_set_unit(vm, id, VMS_UNIT_ADDED);
+		vmem_shim_set_unit(vm, id, VMEM_SHIM_UNIT_ADDED);
 		vm->nr_added++;
 	}
 	return 0;
@@ -857,39 +857,39 @@ static int vms_add_units(struct vms *vm, unsigned long first, unsigned long n)
  * If a group cannot be added, its units are added one by one; a unit that
  * cannot be added is unplugged again (or left PLUGGED for the next run).
  */
-static int vms_plug_units(struct vms *vm, unsigned long first,
-			  unsigned long count)
+static int vmem_shim_plug_units(struct vmem_shim *vm, unsigned long first,
+				unsigned long count)
 {
-	u64 start = vms_unit_start(vm, first);
+	u64 start = vmem_shim_unit_start(vm, first);
 	u64 size = (u64)count * vm->unit_size;
 	unsigned long id, n, i;
 	int rc, err = 0;
 
-	rc = vms_change_range(vm, VIRTIO_MEM_REQ_PLUG, start, size);
+	rc = vmem_shim_change_range(vm, VIRTIO_MEM_REQ_PLUG, start, size);
 	if (rc)
 		return rc;
 	for (id = first; id < first + count; id++)
-		vms_set_unit(vm, id, VMS_UNIT_PLUGGED);
+		vmem_shim_set_unit(vm, id, VMEM_SHIM_UNIT_PLUGGED);
 
 	for (id = first; id < first + count; id += n) {
-		u64 s = vms_unit_start(vm, id);
+		u64 s = vmem_shim_unit_start(vm, id);
 
 		n = div64_u64(ALIGN(s + 1, SZ_1G) - s, vm->unit_size);
 		n = clamp_t(unsigned long, n, 1, first + count - id);
 		if (n > 1 && IS_ALIGNED(s, SZ_1G) && (u64)n * vm->unit_size == SZ_1G)
 			n--;
-		n = min(n, READ_ONCE(vms_add_batch) ?: n);
-		if (n > 1 && !vms_add_units(vm, id, n))
+		n = min(n, READ_ONCE(vmem_shim_add_batch) ?: n);
+		if (n > 1 && !vmem_shim_add_units(vm, id, n))
 			continue;
 		for (i = id; i < id + n; i++) {
-			rc = vms_add_unit(vm, i);
+			rc = vmem_shim_add_unit(vm, i);
 			if (!rc)
 				continue;
 			if (!err)
 				err = rc;
-			if (!vms_change_range(vm, VIRTIO_MEM_REQ_UNPLUG,
-					      vms_unit_start(vm, i), vm->unit_size))
-				vms_set_unit(vm, i, VMS_UNIT_UNPLUGGED);
+			if (!vmem_shim_change_range(vm, VIRTIO_MEM_REQ_UNPLUG,
+						    vmem_shim_unit_start(vm, i), vm->unit_size))
+				vmem_shim_set_unit(vm, i, VMEM_SHIM_UNIT_UNPLUGGED);
 		}
 	}
 	return err;
@@ -900,44 +900,44 @@ static int vms_plug_units(struct vms *vm, unsigned long first,
  * alloc_contig_range() first (bounded, unlike offlining, which retries
  * migration forever in a kworker), then offline and remove it.
  */
-static int vms_remove_unit(struct vms *vm, unsigned long id)
+static int vmem_shim_remove_unit(struct vmem_shim *vm, unsigned long id)
 {
 	unsigned long mb = id * vm->mbs_per_unit, i;
 	int rc = 0;
 
 	for (i = 0; i < vm->mbs_per_unit && !rc; i++)
-		rc = vms_fake_offline_mb(vm, mb + i);
+		rc = vmem_shim_fake_offline_mb(vm, mb + i);
 	if (!rc)
-		rc = offline_and_remove_memory(vms_unit_start(vm, id),
+		rc = offline_and_remove_memory(vmem_shim_unit_start(vm, id),
 					       vm->unit_size);
 	if (rc) {
 		for (i = 0; i < vm->mbs_per_unit; i++)
-			vms_fake_online_mb(vm, mb + i);
+			vmem_shim_fake_online_mb(vm, mb + i);
 		vm->nr_remove_failed++;
 		return rc;
 	}
 	mutex_lock(&vm->hotplug_mutex);
 	for (i = 0; i < vm->mbs_per_unit; i++)
-		WRITE_ONCE(vm->mb_state[mb + i], VMS_MB_NORMAL);
+		WRITE_ONCE(vm->mb_state[mb + i], VMEM_SHIM_MB_NORMAL);
 	mutex_unlock(&vm->hotplug_mutex);
-	vms_set_unit(vm, id, VMS_UNIT_PLUGGED);
+	vmem_shim_set_unit(vm, id, VMEM_SHIM_UNIT_PLUGGED);
 	vm->nr_removed++;
 	return 0;
 }
 
-static int vms_unplug_unit(struct vms *vm, unsigned long id)
+static int vmem_shim_unplug_unit(struct vmem_shim *vm, unsigned long id)
 {
 	int rc;
 
-	if (vm->units[id] == VMS_UNIT_ADDED) {
-		rc = vms_remove_unit(vm, id);
+	if (vm->units[id] == VMEM_SHIM_UNIT_ADDED) {
+		rc = vmem_shim_remove_unit(vm, id);
 		if (rc)
 			return rc;
 	}
-	rc = vms_change_range(vm, VIRTIO_MEM_REQ_UNPLUG, vms_unit_start(vm, id),
-			      vm->unit_size);
+	rc = vmem_shim_change_range(vm, VIRTIO_MEM_REQ_UNPLUG, vmem_shim_unit_start(vm, id),
+				    vm->unit_size);
 	if (!rc)
-		vms_set_unit(vm, id, VMS_UNIT_UNPLUGGED);
+		vmem_shim_set_unit(vm, id, VMEM_SHIM_UNIT_UNPLUGGED);
 	return rc;
 }
 
@@ -945,20 +945,20 @@ static int vms_unplug_unit(struct vms *vm, unsigned long id)
  * Unplug preference, lower first: plugged-only units, units whose blocks
  * are all offline, all-movable units, the rest. -1: not a candidate.
  */
-static int vms_unplug_class(struct vms *vm, unsigned long id)
+static int vmem_shim_unplug_class(struct vmem_shim *vm, unsigned long id)
 {
 	unsigned long mb = id * vm->mbs_per_unit, i;
 	bool online = false, movable = true;
 
-	if (vm->units[id] == VMS_UNIT_PLUGGED)
+	if (vm->units[id] == VMEM_SHIM_UNIT_PLUGGED)
 		return 0;
-	if (vm->units[id] != VMS_UNIT_ADDED)
+	if (vm->units[id] != VMEM_SHIM_UNIT_ADDED)
 		return -1;
 	for (i = 0; i < vm->mbs_per_unit; i++) {
-		if (!vms_mb_online(vm, mb + i))
+		if (!vmem_shim_mb_online(vm, mb + i))
 			continue;
 		online = true;
-		if (!vms_mb_movable(vm, mb + i))
+		if (!vmem_shim_mb_movable(vm, mb + i))
 			movable = false;
 	}
 	if (!online)
@@ -966,7 +966,7 @@ static int vms_unplug_class(struct vms *vm, unsigned long id)
 	return movable ? 2 : 3;
 }
 
-static long vms_pick_unplug(struct vms *vm, const unsigned long *tried)
+static long vmem_shim_pick_unplug(struct vmem_shim *vm, const unsigned long *tried)
 {
 	long best = -1;
 	int best_class = INT_MAX;
@@ -977,7 +977,7 @@ static long vms_pick_unplug(struct vms *vm, const unsigned long *tried)
 
 		if (test_bit(id, tried))
 			continue;
-		c = vms_unplug_class(vm, id);
+		c = vmem_shim_unplug_class(vm, id);
 		if (c >= 0 && c < best_class) {
 			best = id;
 			best_class = c;
@@ -986,17 +986,17 @@ static long vms_pick_unplug(struct vms *vm, const unsigned long *tried)
 	return best;
 }
 
-static long vms_pick_plug(struct vms *vm)
+static long vmem_shim_pick_plug(struct vmem_shim *vm)
 {
 	unsigned long id;
 
 	for (id = 0; id < vm->nr_usable; id++)
-		if (vm->units[id] == VMS_UNIT_UNPLUGGED)
+		if (vm->units[id] == VMEM_SHIM_UNIT_UNPLUGGED)
 			return id;
 	return -1;
 }
 
-static void vms_report_shortfall(struct vms *vm, u64 bytes, int err)
+static void vmem_shim_report_shortfall(struct vmem_shim *vm, u64 bytes, int err)
 {
 	if (bytes == vm->short_bytes && err == vm->short_err)
 		return;
@@ -1018,7 +1018,7 @@ static void vms_report_shortfall(struct vms *vm, u64 bytes, int err)
  * -ENOSPC after a NACK within requested_size (no request until a new
  * target), -EIO when the device is broken, another -errno to retry later.
  */
-static int vms_reconcile(struct vms *vm, unsigned long *tried)
+static int vmem_shim_reconcile(struct vmem_shim *vm, unsigned long *tried)
 {
 	int first_err = 0;
 	u64 t0 = ktime_get_ns();
@@ -1030,11 +1030,11 @@ static int vms_reconcile(struct vms *vm, unsigned long *tried)
 
 	/* Leftovers: plugged at the device but not added. */
 	for (id = 0; id < vm->nr_units; id++) {
-		if (vm->units[id] != VMS_UNIT_PLUGGED)
+		if (vm->units[id] != VMEM_SHIM_UNIT_PLUGGED)
 			continue;
-		if (id >= vm->nr_usable || vm->plugged > vms_goal(vm) ||
-		    vms_add_unit(vm, id)) {
-			rc = vms_unplug_unit(vm, id);
+		if (id >= vm->nr_usable || vm->plugged > vmem_shim_goal(vm) ||
+		    vmem_shim_add_unit(vm, id)) {
+			rc = vmem_shim_unplug_unit(vm, id);
 			if (rc)
 				return rc;
 		}
@@ -1046,28 +1046,28 @@ static int vms_reconcile(struct vms *vm, unsigned long *tried)
 
 		if (atomic_read(&vm->config_changed))
 			return -EAGAIN;
-		goal = vms_goal(vm);
+		goal = vmem_shim_goal(vm);
 		if (vm->plugged + vm->unit_size <= goal) {
 			unsigned long n = 1, max;
 
 			/* Stalled by NACKs: no PLUG until a new target. */
-			if (vms_nack_level(vm) >= 2)
+			if (vmem_shim_nack_level(vm) >= 2)
 				return -ENOSPC;
 
-			pick = vms_pick_plug(vm);
+			pick = vmem_shim_pick_plug(vm);
 			if (pick < 0)
 				break;	/* no room left */
 			/* Batch contiguous units, one PLUG request at most. */
 			max = div64_u64(goal - vm->plugged, vm->unit_size);
 			max = min_t(u64, max,
-				    max_t(u64, 1, div64_u64((u64)VMS_MAX_BLOCKS_PER_REQ *
+				    max_t(u64, 1, div64_u64((u64)VMEM_SHIM_MAX_BLOCKS_PER_REQ *
 							    vm->block_size,
 							    vm->unit_size)));
-			max = min(max, READ_ONCE(vms_plug_batch) ?: max);
+			max = min(max, READ_ONCE(vmem_shim_plug_batch) ?: max);
 			while (n < max && pick + n < vm->nr_usable &&
-			       vm->units[pick + n] == VMS_UNIT_UNPLUGGED)
+			       vm->units[pick + n] == VMEM_SHIM_UNIT_UNPLUGGED)
 				n++;
-			rc = vms_plug_units(vm, pick, n);
+			rc = vmem_shim_plug_units(vm, pick, n);
 			if (rc)
 				return rc;
 			grew = true;
@@ -1075,14 +1075,14 @@ static int vms_reconcile(struct vms *vm, unsigned long *tried)
 		}
 		if (vm->plugged <= goal)
 			break;
-		pick = vms_pick_unplug(vm, tried);
+		pick = vmem_shim_pick_unplug(vm, tried);
 		if (pick < 0) {
-			vms_report_shortfall(vm, vm->plugged - goal,
-					     first_err ?: -EBUSY);
+			vmem_shim_report_shortfall(vm, vm->plugged - goal,
+						   first_err ?: -EBUSY);
 			return first_err ?: -EBUSY;
 		}
 		set_bit(pick, tried);
-		rc = vms_unplug_unit(vm, pick);
+		rc = vmem_shim_unplug_unit(vm, pick);
 		/*
 		 * The device's answer, not this unit's: no other candidate
 		 * (BUSY, e.g. during migration, would refuse them all after
@@ -1096,7 +1096,7 @@ static int vms_reconcile(struct vms *vm, unsigned long *tried)
 		if (!rc)
 			shrank = true;
 	}
-	vms_report_shortfall(vm, 0, 0);
+	vmem_shim_report_shortfall(vm, 0, 0);
 	if (grew)
 		vm->last_grow_ns = ktime_get_ns() - t0;
 	if (shrank)
@@ -1110,7 +1110,7 @@ static int vms_reconcile(struct vms *vm, unsigned long *tried)
  * only inside the usable region: the device answers ERROR beyond it (and
  * keeps nothing plugged there), which would mark it broken.
  */
-static int vms_startup(struct vms *vm)
+static int vmem_shim_startup(struct vmem_shim *vm)
 {
 	u64 usable_end = vm->addr + vm->usable_region_size;
 	unsigned long id, mb, i;
@@ -1120,44 +1120,44 @@ static int vms_startup(struct vms *vm)
 	if (!vm->dev_plugged_size)
 		return 0;
 	for (mb = 0; mb < vm->nr_units * vm->mbs_per_unit; mb++)
-		if (pfn_valid(vms_mb_pfn(vm, mb)))
+		if (pfn_valid(vmem_shim_mb_pfn(vm, mb)))
 			present_any = true;
 	if (!present_any) {
 		dev_info(&vm->vdev->dev,
 			 "%llu bytes plugged but unused at bind: UNPLUG_ALL\n",
 			 vm->dev_plugged_size);
-		rc = vms_unplug_all(vm);
+		rc = vmem_shim_unplug_all(vm);
 		/* The usable region may have shrunk: re-read it. */
 		atomic_set(&vm->config_changed, 1);
 		return rc;
 	}
 
 	for (id = 0; id < vm->nr_units; id++) {
-		u64 start = vms_unit_start(vm, id);
+		u64 start = vmem_shim_unit_start(vm, id);
 		u64 end = min(start + vm->unit_size, usable_end);
 		bool present = false;
 
 		for (i = 0; i < vm->mbs_per_unit; i++)
-			if (pfn_valid(vms_mb_pfn(vm, id * vm->mbs_per_unit + i)))
+			if (pfn_valid(vmem_shim_mb_pfn(vm, id * vm->mbs_per_unit + i)))
 				present = true;
 		if (start >= usable_end)
 			rc = VIRTIO_MEM_STATE_UNPLUGGED;
 		else
-			rc = vms_state(vm, start, end - start);
+			rc = vmem_shim_state(vm, start, end - start);
 		if (rc < 0)
 			return rc;
 		/* A unit cut by the end of the usable region is not all plugged. */
 		if (rc == VIRTIO_MEM_STATE_PLUGGED && end < start + vm->unit_size)
 			rc = VIRTIO_MEM_STATE_MIXED;
 		if (rc == VIRTIO_MEM_STATE_PLUGGED) {
-			vms_set_unit(vm, id, present ? VMS_UNIT_ADDED :
-						       VMS_UNIT_PLUGGED);
+			vmem_shim_set_unit(vm, id, present ? VMEM_SHIM_UNIT_ADDED :
+						       VMEM_SHIM_UNIT_PLUGGED);
 			if (present)
 				dev_info(&vm->vdev->dev,
 					 "adopted plugged memory %#llx+%#llx\n",
 					 start, vm->unit_size);
 		} else if (present) {
-			vms_set_unit(vm, id, VMS_UNIT_FOREIGN);
+			vmem_shim_set_unit(vm, id, VMEM_SHIM_UNIT_FOREIGN);
 			dev_warn(&vm->vdev->dev,
 				 "memory %#llx+%#llx is in use but not fully plugged: left alone\n",
 				 start, vm->unit_size);
@@ -1166,10 +1166,10 @@ static int vms_startup(struct vms *vm)
 
 			/* Unused and partially plugged: unplug block-wise. */
 			for (a = start; a < end; a += vm->block_size) {
-				rc = vms_state(vm, a, vm->block_size);
+				rc = vmem_shim_state(vm, a, vm->block_size);
 				if (rc == VIRTIO_MEM_STATE_PLUGGED)
-					rc = vms_change_range(vm, VIRTIO_MEM_REQ_UNPLUG,
-							      a, vm->block_size);
+					rc = vmem_shim_change_range(vm, VIRTIO_MEM_REQ_UNPLUG,
+								    a, vm->block_size);
 				if (rc < 0)
 					return rc;
 			}
@@ -1179,7 +1179,7 @@ static int vms_startup(struct vms *vm)
 }
 
 /* Queue the worker at once, unless the device is going away. */
-static void vms_queue(struct vms *vm)
+static void vmem_shim_queue(struct vmem_shim *vm)
 {
 	unsigned long flags;
 
@@ -1190,17 +1190,17 @@ static void vms_queue(struct vms *vm)
 }
 
 /* The retry timer only queues the worker (hardirq context). */
-static enum hrtimer_restart vms_retry_timer_fn(struct hrtimer *timer)
+static enum hrtimer_restart vmem_shim_retry_timer_fn(struct hrtimer *timer)
 {
-	struct vms *vm = container_of(timer, struct vms, retry_timer);
+	struct vmem_shim *vm = container_of(timer, struct vmem_shim, retry_timer);
 
-	vms_queue(vm);
+	vmem_shim_queue(vm);
 	return HRTIMER_NORESTART;
 }
 
-static void vms_work_fn(struct work_struct *work)
+static void vmem_shim_work_fn(struct work_struct *work)
 {
-	struct vms *vm = container_of(work, struct vms, work);
+	struct vmem_shim *vm = container_of(work, struct vmem_shim, work);
 	unsigned long *tried;
 	int rc = 0;
 
@@ -1216,24 +1216,24 @@ static void vms_work_fn(struct work_struct *work)
 	}
 	do {
 		if (atomic_xchg(&vm->config_changed, 0))
-			vms_refresh_config(vm);
+			vmem_shim_refresh_config(vm);
 		if (!vm->started) {
-			rc = vms_startup(vm);
+			rc = vmem_shim_startup(vm);
 			if (rc)
 				continue;
 			vm->started = true;
 		}
-		rc = vms_reconcile(vm, tried);
+		rc = vmem_shim_reconcile(vm, tried);
 	} while (rc == -EAGAIN);
 out:
 	vm->last_err = rc;
-	if (!rc || vm->broken || vms_nack_level(vm) >= 2) {
+	if (!rc || vm->broken || vmem_shim_nack_level(vm) >= 2) {
 		/* Done, or nothing to retry until a new request. */
 		vm->retry_ms = 0;
 	} else {
 		/* BUSY, busy memory, no memory: retry later, backing off. */
-		vm->retry_ms = clamp(vm->retry_ms * 2, VMS_RETRY_MIN_MS,
-				     VMS_RETRY_MAX_MS);
+		vm->retry_ms = clamp(vm->retry_ms * 2, VMEM_SHIM_RETRY_MIN_MS,
+				     VMEM_SHIM_RETRY_MAX_MS);
 		hrtimer_start(&vm->retry_timer, ms_to_ktime(vm->retry_ms),
 			      HRTIMER_MODE_REL);
 	}
@@ -1242,17 +1242,17 @@ out_unlock:
 	bitmap_free(tried);
 }
 
-static void vms_config_changed(struct virtio_device *vdev)
+static void vmem_shim_config_changed(struct virtio_device *vdev)
 {
-	struct vms *vm = vdev->priv;
+	struct vmem_shim *vm = vdev->priv;
 
 	atomic_set(&vm->config_changed, 1);
-	vms_queue(vm);
+	vmem_shim_queue(vm);
 }
 
 /* --- sysfs ------------------------------------------------------------- */
 
-static struct vms *dev_to_vms(struct device *dev)
+static struct vmem_shim *dev_to_vms(struct device *dev)
 {
 	return dev_to_virtio(dev)->priv;
 }
@@ -1296,7 +1296,7 @@ static DEVICE_ATTR_RO(unit_size);
 static ssize_t region_show(struct device *dev, struct device_attribute *attr,
 			   char *buf)
 {
-	struct vms *vm = dev_to_vms(dev);
+	struct vmem_shim *vm = dev_to_vms(dev);
 	u64 usable;
 
 	virtio_cread_le(vm->vdev, struct virtio_mem_config, usable_region_size,
@@ -1309,7 +1309,7 @@ static DEVICE_ATTR_RO(region);
 static ssize_t unplug_shortfall_show(struct device *dev,
 				     struct device_attribute *attr, char *buf)
 {
-	struct vms *vm = dev_to_vms(dev);
+	struct vmem_shim *vm = dev_to_vms(dev);
 
 	return sysfs_emit(buf, "%llu %d\n", READ_ONCE(vm->short_bytes),
 			  READ_ONCE(vm->short_err));
@@ -1325,18 +1325,18 @@ static ssize_t state_show(struct device *dev, struct device_attribute *attr,
 			  char *buf)
 {
 	static const char * const names[] = { "ready", "nacked", "stalled" };
-	struct vms *vm = dev_to_vms(dev);
+	struct vmem_shim *vm = dev_to_vms(dev);
 
 	if (READ_ONCE(vm->broken))
 		return sysfs_emit(buf, "broken\n");
-	return sysfs_emit(buf, "%s\n", names[vms_nack_level(vm)]);
+	return sysfs_emit(buf, "%s\n", names[vmem_shim_nack_level(vm)]);
 }
 static DEVICE_ATTR_RO(state);
 
 static ssize_t target_size_show(struct device *dev,
 				struct device_attribute *attr, char *buf)
 {
-	struct vms *vm = dev_to_vms(dev);
+	struct vmem_shim *vm = dev_to_vms(dev);
 	unsigned long flags;
 	bool guest;
 	u64 t;
@@ -1352,7 +1352,7 @@ static ssize_t target_size_show(struct device *dev,
  * "host" follows the host again; otherwise a size (memparse suffixes K, M,
  * G allowed) that is a multiple of unit_size, inside the usable region. It
  * may be above requested_size: the device decides (QEMU refuses, see
- * vms_nacked()). Either starts over after a NACK.
+ * vmem_shim_nacked()). Either starts over after a NACK.
  */
 /*
  * A size as memparse() reads it: a number (decimal, 0x hex or 0 octal) and
@@ -1360,7 +1360,7 @@ static ssize_t target_size_show(struct device *dev,
  * memparse(), a value that does not fit in 64 bits is refused (-ERANGE)
  * instead of silently wrapping (16E would otherwise read as 0).
  */
-static int vms_parse_size(const char *buf, u64 *size)
+static int vmem_shim_parse_size(const char *buf, u64 *size)
 {
 	static const char suffixes[] = "KMGTPE";
 	const char *digits = buf, *sfx;
@@ -1402,7 +1402,7 @@ static ssize_t target_size_store(struct device *dev,
 				 struct device_attribute *attr,
 				 const char *buf, size_t count)
 {
-	struct vms *vm = dev_to_vms(dev);
+	struct vmem_shim *vm = dev_to_vms(dev);
 	unsigned long flags;
 	u64 t, cap;
 	int ret;
@@ -1415,10 +1415,10 @@ static ssize_t target_size_store(struct device *dev,
 		vm->nack_level = 0;
 		vm->target_gen++;
 		spin_unlock_irqrestore(&vm->state_lock, flags);
-		vms_queue(vm);
+		vmem_shim_queue(vm);
 		return count;
 	}
-	ret = vms_parse_size(buf, &t);
+	ret = vmem_shim_parse_size(buf, &t);
 	if (ret)
 		return ret;
 	if (!IS_ALIGNED(t, vm->unit_size))
@@ -1432,12 +1432,12 @@ static ssize_t target_size_store(struct device *dev,
 	vm->nack_level = 0;
 	vm->target_gen++;
 	spin_unlock_irqrestore(&vm->state_lock, flags);
-	vms_queue(vm);
+	vmem_shim_queue(vm);
 	return count;
 }
 static DEVICE_ATTR_RW(target_size);
 
-static struct attribute *vms_attrs[] = {
+static struct attribute *vmem_shim_attrs[] = {
 	&dev_attr_plugged_size.attr,
 	&dev_attr_requested_size.attr,
 	&dev_attr_block_size.attr,
@@ -1448,13 +1448,13 @@ static struct attribute *vms_attrs[] = {
 	&dev_attr_state.attr,
 	NULL,
 };
-ATTRIBUTE_GROUPS(vms);
+ATTRIBUTE_GROUPS(vmem_shim);
 
 /* --- debugfs ----------------------------------------------------------- */
 
-static int vms_blocks_show(struct seq_file *m, void *unused)
+static int vmem_shim_blocks_show(struct seq_file *m, void *unused)
 {
-	struct vms *vm = m->private;
+	struct vmem_shim *vm = m->private;
 	unsigned long id, i;
 
 	if (mutex_lock_interruptible(&vm->lock))
@@ -1463,33 +1463,33 @@ static int vms_blocks_show(struct seq_file *m, void *unused)
 	for (id = 0; id < vm->nr_units; id++) {
 		for (i = 0; i < vm->mbs_per_unit; i++) {
 			unsigned long mb = id * vm->mbs_per_unit + i;
-			unsigned long pfn = vms_mb_pfn(vm, mb);
+			unsigned long pfn = vmem_shim_mb_pfn(vm, mb);
 			struct page *page = pfn_to_online_page(pfn);
 
 			seq_printf(m, "%lu %llu %#llx %s%s %s %s %s\n", id,
 				   div64_u64(PFN_PHYS(pfn), vm->mb_size),
-				   (u64)PFN_PHYS(pfn), vms_unit_names[vm->units[id]],
+				   (u64)PFN_PHYS(pfn), vmem_shim_unit_names[vm->units[id]],
 				   id < vm->nr_usable ? "" : "(unusable)",
 				   page ? "online" : "offline",
 				   page ? page_zone(page)->name : "-",
-				   vms_mb_names[READ_ONCE(vm->mb_state[mb])]);
+				   vmem_shim_mb_names[READ_ONCE(vm->mb_state[mb])]);
 		}
 	}
 	mutex_unlock(&vm->lock);
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(vms_blocks);
+DEFINE_SHOW_ATTRIBUTE(vmem_shim_blocks);
 
-static int vms_stats_show(struct seq_file *m, void *unused)
+static int vmem_shim_stats_show(struct seq_file *m, void *unused)
 {
-	struct vms *vm = m->private;
+	struct vmem_shim *vm = m->private;
 
 	if (mutex_lock_interruptible(&vm->lock))
 		return -EINTR;
 	seq_printf(m, "plugged %llu\nadded %llu\ndevice_plugged %llu\n",
 		   vm->plugged, vm->added, vm->dev_plugged_size);
 	seq_printf(m, "requested %llu\ngoal %llu\nusable_units %lu\nunits %lu\n",
-		   vm->requested_size, vms_goal(vm), vm->nr_usable, vm->nr_units);
+		   vm->requested_size, vmem_shim_goal(vm), vm->nr_usable, vm->nr_units);
 	seq_printf(m, "plug_requests %lu\nunplug_requests %lu\nstate_requests %lu\n",
 		   vm->nr_plug_req, vm->nr_unplug_req, vm->nr_state_req);
 	seq_printf(m, "busy %lu\nnack %lu\nerror %lu\n", vm->nr_busy,
@@ -1500,16 +1500,16 @@ static int vms_stats_show(struct seq_file *m, void *unused)
 	seq_printf(m, "last_error %d\nretry_ms %u\nlast_grow_ns %llu\nlast_shrink_ns %llu\n",
 		   vm->last_err, vm->retry_ms, vm->last_grow_ns,
 		   vm->last_shrink_ns);
-	seq_printf(m, "nack_level %u\nbroken %d\n", vms_nack_level(vm),
+	seq_printf(m, "nack_level %u\nbroken %d\n", vmem_shim_nack_level(vm),
 		   vm->broken);
 	mutex_unlock(&vm->lock);
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(vms_stats);
+DEFINE_SHOW_ATTRIBUTE(vmem_shim_stats);
 
 /* --- probe / remove ---------------------------------------------------- */
 
-static int vms_read_config(struct vms *vm)
+static int vmem_shim_read_config(struct vmem_shim *vm)
 {
 	struct virtio_device *vdev = vm->vdev;
 	struct range pluggable;
@@ -1557,7 +1557,7 @@ static int vms_read_config(struct vms *vm)
 		return -EINVAL;
 	}
 	vm->nr_units = div64_u64(end - vm->base, vm->unit_size);
-	vms_update_usable(vm);
+	vmem_shim_update_usable(vm);
 	return 0;
 }
 
@@ -1567,7 +1567,7 @@ static int vms_read_config(struct vms *vm)
  * only while being requested. A parent left behind by an earlier instance
  * (memory still added) makes the request nest or fail: we go on without.
  */
-static void vms_request_parent(struct vms *vm)
+static void vmem_shim_request_parent(struct vmem_shim *vm)
 {
 	vm->parent_name = kstrdup(dev_name(&vm->vdev->dev), GFP_KERNEL);
 	if (!vm->parent_name)
@@ -1587,7 +1587,7 @@ static void vms_request_parent(struct vms *vm)
 	vm->parent->flags &= ~IORESOURCE_BUSY;
 }
 
-static void vms_release_parent(struct vms *vm)
+static void vmem_shim_release_parent(struct vmem_shim *vm)
 {
 	if (!vm->parent)
 		return;
@@ -1598,16 +1598,16 @@ static void vms_release_parent(struct vms *vm)
 	vm->parent_name = NULL;
 }
 
-static void vms_free(struct vms *vm)
+static void vmem_shim_free(struct vmem_shim *vm)
 {
 	kfree(vm->units);
 	kfree(vm->mb_state);
 	kfree(vm);
 }
 
-static int vms_probe(struct virtio_device *vdev)
+static int vmem_shim_probe(struct virtio_device *vdev)
 {
-	struct vms *vm;
+	struct vmem_shim *vm;
 	int rc;
 
 	BUILD_BUG_ON(sizeof(struct virtio_mem_req) != 24);
@@ -1626,13 +1626,13 @@ static int vms_probe(struct virtio_device *vdev)
 	mutex_init(&vm->lock);
 	mutex_init(&vm->hotplug_mutex);
 	spin_lock_init(&vm->state_lock);
-	INIT_WORK(&vm->work, vms_work_fn);
+	INIT_WORK(&vm->work, vmem_shim_work_fn);
 	hrtimer_init(&vm->retry_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
-	vm->retry_timer.function = vms_retry_timer_fn;
-	vm->memory_nb.notifier_call = vms_memory_notify;
+	vm->retry_timer.function = vmem_shim_retry_timer_fn;
+	vm->memory_nb.notifier_call = vmem_shim_memory_notify;
 	vm->mgid = -1;
 
-	rc = vms_read_config(vm);
+	rc = vmem_shim_read_config(vm);
 	if (rc)
 		goto err_free;
 	vm->units = kcalloc(vm->nr_units, 1, GFP_KERNEL);
@@ -1640,21 +1640,21 @@ static int vms_probe(struct virtio_device *vdev)
 	/*
 	 * The name of our System RAM resources must outlive the module when
 	 * memory stays added at unload (/proc/iomem prints it): never a
-	 * string in the module's own .rodata. See vms_remove().
+	 * string in the module's own .rodata. See vmem_shim_remove().
 	 */
-	vm->resource_name = kstrdup_const(VMS_RESOURCE_NAME, GFP_KERNEL);
+	vm->resource_name = kstrdup_const(VMEM_SHIM_RESOURCE_NAME, GFP_KERNEL);
 	if (!vm->units || !vm->mb_state || !vm->resource_name) {
 		rc = -ENOMEM;
 		goto err_free;
 	}
 
-	vm->vq = virtio_find_single_vq(vdev, vms_vq_done, "guest-request");
+	vm->vq = virtio_find_single_vq(vdev, vmem_shim_vq_done, "guest-request");
 	if (IS_ERR(vm->vq)) {
 		rc = PTR_ERR(vm->vq);
 		goto err_free;
 	}
 
-	vms_request_parent(vm);
+	vmem_shim_request_parent(vm);
 	rc = memory_group_register_dynamic(vm->nid,
 					   PHYS_PFN(vm->unit_size));
 	if (rc < 0)
@@ -1664,9 +1664,9 @@ static int vms_probe(struct virtio_device *vdev)
 	if (rc)
 		goto err_group;
 
-	vm->dbg = debugfs_create_dir(dev_name(&vdev->dev), vms_debugfs_root);
-	debugfs_create_file("blocks", 0400, vm->dbg, vm, &vms_blocks_fops);
-	debugfs_create_file("stats", 0400, vm->dbg, vm, &vms_stats_fops);
+	vm->dbg = debugfs_create_dir(dev_name(&vdev->dev), vmem_shim_debugfs_root);
+	debugfs_create_file("blocks", 0400, vm->dbg, vm, &vmem_shim_blocks_fops);
+	debugfs_create_file("stats", 0400, vm->dbg, vm, &vmem_shim_stats_fops);
 
 	dev_info(&vdev->dev,
 		 "region %#llx+%#llx block %#llx unit %#llx node %d: %lu units, %lu usable, requested %llu plugged %llu\n",
@@ -1676,24 +1676,24 @@ static int vms_probe(struct virtio_device *vdev)
 
 	virtio_device_ready(vdev);
 	/* Startup scan, then follow requested_size. */
-	vms_queue(vm);
+	vmem_shim_queue(vm);
 	return 0;
 
 err_group:
 	memory_group_unregister(vm->mgid);
 err_parent:
-	vms_release_parent(vm);
+	vmem_shim_release_parent(vm);
 	vdev->config->del_vqs(vdev);
 err_free:
 	vdev->priv = NULL;
 	kfree_const(vm->resource_name);
-	vms_free(vm);
+	vmem_shim_free(vm);
 	return rc;
 }
 
-static void vms_remove(struct virtio_device *vdev)
+static void vmem_shim_remove(struct virtio_device *vdev)
 {
-	struct vms *vm = vdev->priv;
+	struct vmem_shim *vm = vdev->priv;
 	unsigned long flags, id;
 	int rc = 0;
 
@@ -1701,7 +1701,7 @@ static void vms_remove(struct virtio_device *vdev)
 	vm->removing = true;
 	spin_unlock_irqrestore(&vm->state_lock, flags);
 	/*
-	 * Nothing queues the worker now (vms_queue() checks removing, also
+	 * Nothing queues the worker now (vmem_shim_queue() checks removing, also
 	 * for the timer); once it stopped, it cannot arm the timer again.
 	 */
 	cancel_work_sync(&vm->work);
@@ -1719,8 +1719,8 @@ static void vms_remove(struct virtio_device *vdev)
 	for (id = 0; id < vm->nr_units && !vm->broken; id++) {
 		int err, try;
 
-		if (vm->units[id] != VMS_UNIT_ADDED &&
-		    vm->units[id] != VMS_UNIT_PLUGGED)
+		if (vm->units[id] != VMEM_SHIM_UNIT_ADDED &&
+		    vm->units[id] != VMEM_SHIM_UNIT_PLUGGED)
 			continue;
 		/*
 		 * Evacuating a movable unit fails with -EBUSY while one of its
@@ -1729,8 +1729,8 @@ static void vms_remove(struct virtio_device *vdev)
 		 * is killed; anything else stays, as reported below.
 		 */
 		for (try = 0; ; try++) {
-			err = vms_unplug_unit(vm, id);
-			if (err != -EBUSY || try == VMS_REMOVE_TRIES - 1 ||
+			err = vmem_shim_unplug_unit(vm, id);
+			if (err != -EBUSY || try == VMEM_SHIM_REMOVE_TRIES - 1 ||
 			    fatal_signal_pending(current))
 				break;
 			msleep(100 * (try + 1));
@@ -1756,7 +1756,7 @@ static void vms_remove(struct virtio_device *vdev)
 	 */
 	if (!vm->added) {
 		memory_group_unregister(vm->mgid);
-		vms_release_parent(vm);
+		vmem_shim_release_parent(vm);
 		kfree_const(vm->resource_name);
 	} else {
 		kmemleak_not_leak(vm->resource_name);
@@ -1764,70 +1764,70 @@ static void vms_remove(struct virtio_device *vdev)
 	virtio_reset_device(vdev);
 	vdev->config->del_vqs(vdev);
 	vdev->priv = NULL;
-	vms_free(vm);
+	vmem_shim_free(vm);
 }
 
 #ifdef CONFIG_PM_SLEEP
-static int vms_freeze(struct virtio_device *vdev)
+static int vmem_shim_freeze(struct virtio_device *vdev)
 {
 	/* Plugged memory cannot survive a device reset safely. */
 	dev_err(&vdev->dev, "suspend/hibernation not supported\n");
 	return -EPERM;
 }
 
-static int vms_restore(struct virtio_device *vdev)
+static int vmem_shim_restore(struct virtio_device *vdev)
 {
 	return -EPERM;
 }
 #endif
 
-static unsigned int vms_features[] = {
+static unsigned int vmem_shim_features[] = {
 #if defined(CONFIG_NUMA) && defined(CONFIG_ACPI_NUMA)
 	VIRTIO_MEM_F_ACPI_PXM,
 #endif
 	VIRTIO_MEM_F_UNPLUGGED_INACCESSIBLE,
 };
 
-static const struct virtio_device_id vms_id_table[] = {
+static const struct virtio_device_id vmem_shim_id_table[] = {
 	{ VIRTIO_ID_MEM, VIRTIO_DEV_ANY_ID },
 	{ 0 },
 };
 
-static struct virtio_driver vms_driver = {
-	.feature_table = vms_features,
-	.feature_table_size = ARRAY_SIZE(vms_features),
+static struct virtio_driver vmem_shim_driver = {
+	.feature_table = vmem_shim_features,
+	.feature_table_size = ARRAY_SIZE(vmem_shim_features),
 	.driver.name = KBUILD_MODNAME,
 	.driver.owner = THIS_MODULE,
-	.driver.dev_groups = vms_groups,
-	.id_table = vms_id_table,
-	.probe = vms_probe,
-	.remove = vms_remove,
-	.config_changed = vms_config_changed,
+	.driver.dev_groups = vmem_shim_groups,
+	.id_table = vmem_shim_id_table,
+	.probe = vmem_shim_probe,
+	.remove = vmem_shim_remove,
+	.config_changed = vmem_shim_config_changed,
 #ifdef CONFIG_PM_SLEEP
-	.freeze = vms_freeze,
-	.restore = vms_restore,
+	.freeze = vmem_shim_freeze,
+	.restore = vmem_shim_restore,
 #endif
 };
 
-static int __init vms_init(void)
+static int __init vmem_shim_init(void)
 {
 	int rc;
 
-	vms_debugfs_root = debugfs_create_dir(KBUILD_MODNAME, NULL);
-	rc = register_virtio_driver(&vms_driver);
+	vmem_shim_debugfs_root = debugfs_create_dir(KBUILD_MODNAME, NULL);
+	rc = register_virtio_driver(&vmem_shim_driver);
 	if (rc)
-		debugfs_remove_recursive(vms_debugfs_root);
+		debugfs_remove_recursive(vmem_shim_debugfs_root);
 	return rc;
 }
 
-static void __exit vms_exit(void)
+static void __exit vmem_shim_exit(void)
 {
-	unregister_virtio_driver(&vms_driver);
-	debugfs_remove_recursive(vms_debugfs_root);
+	unregister_virtio_driver(&vmem_shim_driver);
+	debugfs_remove_recursive(vmem_shim_debugfs_root);
 }
 
-module_init(vms_init);
-module_exit(vms_exit);
+module_init(vmem_shim_init);
+module_exit(vmem_shim_exit);
 
 /* No MODULE_DEVICE_TABLE: never autoload instead of upstream virtio_mem. */
 MODULE_DESCRIPTION("memhp-lab virtio-mem driver with guest-side controls");
