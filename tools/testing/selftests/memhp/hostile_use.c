@@ -63,6 +63,7 @@
 #include "kselftest_harness.h"
 #include "memhp_words.h"
 #include "memhp_file.h"
+#include "memhp_blocks.h"
 #include "memhp_module.h"
 
 #define DEV		"/dev/migrate_test"
@@ -366,46 +367,6 @@ TEST_F_TIMEOUT(hu, io_uring_register_buffers_efault, 60)
  * spun forever in the old module (GUP retried migrating them out of
  * ZONE_MOVABLE with -EAGAIN). Now: EFAULT within 10 s.
  */
-static int run_qmp(const char *args)
-{
-	char cmd[512];
-
-	snprintf(cmd, sizeof(cmd), "memhp-qmp %s >/dev/null", args);
-	return system(cmd);
-}
-
-/* The present memory blocks, sorted; returns how many. */
-static int list_blocks(long *out, int max)
-{
-	DIR *d = opendir(MEMSYS);
-	struct dirent *e;
-	int n = 0, i, j;
-	long t;
-
-	if (!d)
-		return 0;
-	while ((e = readdir(d)) && n < max)
-		if (!strncmp(e->d_name, "memory", 6) && e->d_name[6] >= '0' &&
-		    e->d_name[6] <= '9')
-			out[n++] = atol(e->d_name + 6);
-	closedir(d);
-	for (i = 1; i < n; i++)
-		for (j = i; j > 0 && out[j - 1] > out[j]; j--) {
-			t = out[j];
-			out[j] = out[j - 1];
-			out[j - 1] = t;
-		}
-	return n;
-}
-
-static int block_set_state(long block, const char *state)
-{
-	char path[128];
-
-	snprintf(path, sizeof(path), MEMSYS "/memory%ld/state", block);
-	return memhp_write_str(path, state);
-}
-
 #define R2_DIMM		1073741824ULL	/* 1 GiB */
 #define R2_PAGES	16
 #define WAIT_DELETED \

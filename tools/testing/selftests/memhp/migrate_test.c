@@ -29,6 +29,7 @@
 #include "kselftest_harness.h"
 #include "memhp_words.h"
 #include "memhp_file.h"
+#include "memhp_blocks.h"
 #include "memhp_module.h"
 
 #define DEV		"/dev/migrate_test"
@@ -79,44 +80,12 @@ static uint64_t block_size(void)
 	return strtoull(s, NULL, 16);
 }
 
-static int block_set_state(long block, const char *state)
-{
-	char path[128];
-
-	snprintf(path, sizeof(path), MEMSYS "/memory%ld/state", block);
-	return memhp_write_str(path, state);
-}
-
 static bool block_online(long block)
 {
 	char path[128], s[32];
 
 	snprintf(path, sizeof(path), MEMSYS "/memory%ld/state", block);
 	return !memhp_read_str(path, s, sizeof(s)) && !strcmp(s, "online");
-}
-
-/* The present memory blocks, sorted; returns how many. */
-static int list_blocks(long *out, int max)
-{
-	DIR *d = opendir(MEMSYS);
-	struct dirent *e;
-	int n = 0, i, j;
-	long t;
-
-	if (!d)
-		return 0;
-	while ((e = readdir(d)) && n < max)
-		if (!strncmp(e->d_name, "memory", 6) && e->d_name[6] >= '0' &&
-		    e->d_name[6] <= '9')
-			out[n++] = atol(e->d_name + 6);
-	closedir(d);
-	for (i = 1; i < n; i++)
-		for (j = i; j > 0 && out[j - 1] > out[j]; j--) {
-			t = out[j];
-			out[j] = out[j - 1];
-			out[j - 1] = t;
-		}
-	return n;
 }
 
 static int count_in(const uint64_t *pfns, size_t n, uint64_t lo, uint64_t hi)
@@ -761,14 +730,6 @@ TEST_F_TIMEOUT(mt, compaction_moves_driver_pages, 120)
 	EXPECT_GT(st1.core_migrated - st0.core_migrated, 0);
 	EXPECT_GT(moved, 0);
 	EXPECT_EQ(check(self->buf, self->len, 23), -1);
-}
-
-static int run_qmp(const char *args)
-{
-	char cmd[512];
-
-	snprintf(cmd, sizeof(cmd), "memhp-qmp %s >/dev/null", args);
-	return system(cmd);
 }
 
 /*
