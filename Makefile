@@ -13,14 +13,37 @@ VENV	:= $(TOP)/.venv
 PY	:= $(VENV)/bin/python
 SETUP	:= $(TOP)/tools/setup.sh
 
-# The newest installed Debian 6.1 kernel (setup installs one).
-KVER	?= $(shell ls /lib/modules 2>/dev/null | grep -E '^6\.1\.0-[0-9]+-amd64$$' | sort -V | tail -n1)
-KDIR	?= /lib/modules/$(KVER)/build
+# The two kernels the suite targets, newest installed of each (setup
+# installs both): Debian's 6.1 (bookworm) and 6.12 (bookworm's linux-6.12).
+KVER_61	 := $(shell ls /lib/modules 2>/dev/null | grep -E '^6\.1\.0-[0-9]+-amd64$$' | sort -V | tail -n1)
+KVER_612 := $(shell ls /lib/modules 2>/dev/null | \
+	      grep -E '^6\.12\.[0-9]+\+deb[0-9]+(\.[0-9]+)?-amd64$$' | sort -V | tail -n1)
+# Every kernel `make check`, `make run` and `make modules-all` cover.
+KVERS	?= $(strip $(KVER_61) $(KVER_612))
+
+# One kernel per build: KVER=<release> builds against its headers,
+# KDIR=<tree> against any configured tree (KVER is then its release);
+# neither: the 6.1 kernel.
+ifneq ($(KDIR),)
+KVER	?= $(shell cat $(KDIR)/include/config/kernel.release 2>/dev/null)
+else
+KVER	?= $(KVER_61)
+KDIR	:= /lib/modules/$(KVER)/build
+endif
+
+# Each kernel's modules are built in a tree of their own,
+# build/modules/<release>/, which mirrors the sources as symlinks (Kbuild
+# writes its objects beside the sources it compiles, and two kernels must
+# not overwrite each other's). Guests load build/modules/$(uname -r)/.
+MODOUT	:= $(BUILD)/modules/$(KVER)
+MOD_SRCS = $(shell cd $(TOP) && find Kbuild mm drivers include scripts -name Kbuild -o -name "*.sh" -o \
+	     -name '*.c' -o -name '*.h' | grep -v '\.mod\.c$$')
 
 # Our C sources that checkpatch must accept (kernel and user space alike).
 CHECKPATCH_FILES = $(shell cd $(TOP) && git ls-files -co --exclude-standard \
 		     -- '*.c' '*.h' | grep -v '^build/')
-CHECKPATCH	 = $(KSRC)/scripts/checkpatch.pl
+# Both kernels' checkpatch.pl: 6.12's knows more (const structs, strcpy).
+CHECKPATCH	 = $(KSRC)/scripts/checkpatch.pl $(BUILD)/ksrc-6.12/scripts/checkpatch.pl
 # Ignored types: FILE_PATH_CHANGES (MAINTAINERS does not apply out of tree),
 # CAMELCASE (kernel page-flag APIs such as __SetPageMovable or PageOffline
 # are CamelCase by design; checkpatch accepts them only when it can read the
@@ -28,10 +51,8 @@ CHECKPATCH	 = $(KSRC)/scripts/checkpatch.pl
 CHECKPATCH_FLAGS = --no-tree --strict --quiet --no-summary --show-types --terse \
 		   --ignore FILE_PATH_CHANGES,CAMELCASE -f
 
-export KVER KDIR
-
-.PHONY: all modules clean setup setup-check checkpatch sparse unit \
-	selftests check run help install dkms-install dkms-check vm-shell print-kver
+.PHONY: all modules modules-all mod-tree clean setup setup-check checkpatch sparse unit \
+	selftests check run help install dkms-install dkms-check vm-shell print-kver print-kvers
 
 all: modules
 
@@ -43,24 +64,41 @@ setup:
 setup-check:
 	@$(SETUP) --check --quiet >/dev/null 2>&1 || $(SETUP)
 
-modules: setup-check
-	$(MAKE) -C $(KDIR) M=$(TOP) modules
+modules: setup-check mod-tree
+	@test -d $(KDIR) || { echo "no kernel tree $(KDIR) (KVER=$(KVER)): make setup"; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(MODOUT) modules
+
+# build/modules/$(KVER): a symlink per source file (new ones added, stale
+# ones removed), so edits in the tree are what every kernel builds.
+mod-tree:
+	@mkdir -p $(MODOUT)
+	@cd $(TOP) && for f in $(MOD_SRCS); do \
+		[ -L $(MODOUT)/$$f ] || { mkdir -p $(MODOUT)/$$(dirname $$f) && \
+			ln -sfn $(TOP)/$$f $(MODOUT)/$$f; }; done
+	@find $(MODOUT) -xtype l -delete
+
+# The modules for every kernel of KVERS.
+modules-all: setup-check
+	@set -e; for k in $(KVERS); do $(MAKE) --no-print-directory KVER=$$k modules; done
 
 clean:
-	-$(MAKE) -C $(KDIR) M=$(TOP) clean
+	-for d in $(BUILD)/modules/*/; do [ -d "$$d" ] && \
+		$(MAKE) -C /lib/modules/$$(basename $$d)/build M=$$d clean; done
+	rm -rf $(BUILD)/modules
 	-$(MAKE) -C tools/testing/unit OUTPUT=$(BUILD)/unit clean
 	-$(MAKE) -C tools/testing/selftests/memhp OUTPUT=$(BUILD)/selftests clean
 	rm -rf $(BUILD)/unit $(BUILD)/selftests $(BUILD)/vm
 
 # Static checks: both print nothing and exit 0 when the tree is clean.
 checkpatch: setup-check
-	@cd $(TOP) && out=$$(perl $(CHECKPATCH) $(CHECKPATCH_FLAGS) $(CHECKPATCH_FILES) 2>&1); \
-	if [ -n "$$out" ]; then echo "$$out"; exit 1; fi
+	@cd $(TOP) && rc=0; for cp in $(CHECKPATCH); do \
+		out=$$(perl $$cp $(CHECKPATCH_FLAGS) $(CHECKPATCH_FILES) 2>&1); \
+		if [ -n "$$out" ]; then echo "$$cp:"; echo "$$out"; rc=1; fi; done; exit $$rc
 
-sparse: setup-check
-	@$(MAKE) --no-print-directory -C $(KDIR) M=$(TOP) C=2 modules 2>&1 | \
-		tee $(BUILD)/sparse.log | grep -E 'warning|error' ; \
-	! grep -qE 'warning|error' $(BUILD)/sparse.log
+sparse: setup-check mod-tree
+	@$(MAKE) --no-print-directory -C $(KDIR) M=$(MODOUT) C=2 modules 2>&1 | \
+		tee $(MODOUT)/sparse.log | grep -E 'warning|error' ; \
+	! grep -qE 'warning|error' $(MODOUT)/sparse.log
 
 # User-space unit tests of the portable cores (kselftest harness, KTAP).
 unit: setup-check
@@ -109,7 +147,7 @@ vm-shell: setup-check modules
 	@$(TOP)/tools/testing/vm/memhp-vm -- $(or $(CMD),true)
 
 install: modules
-	$(MAKE) -C $(KDIR) M=$(TOP) modules_install
+	$(MAKE) -C $(KDIR) M=$(MODOUT) modules_install
 
 dkms-install: setup-check
 	dkms install $(TOP) -k $(KVER)
@@ -121,6 +159,9 @@ dkms-check: setup-check
 
 print-kver:
 	@echo $(KVER)
+
+print-kvers:
+	@echo $(KVERS)
 
 help:
 	@echo 'memhp-lab targets (KDIR=$(KDIR))'

@@ -141,6 +141,7 @@
 #include <linux/delay.h>
 #include <linux/slab.h>
 #include <linux/migrate_test.h>
+#include <memhp_compat.h>
 
 #include "migrate_test_internal.h"
 
@@ -259,15 +260,16 @@ static void mtest_fault_around(struct vm_fault *vmf, struct mtest_ctx *ctx,
 /*
  * A fatal signal came while the fault waited for a migration. NOPAGE would
  * make a kernel access (copy_to_user) fault again at once, in a loop until
- * the migration ends; RETRY with mmap_lock dropped lets the arch fault
- * handler see the signal (a kernel access then fails with -EFAULT).
+ * the migration ends; RETRY with the fault's lock dropped (mmap_lock, or
+ * the VMA's own lock where the kernel has per-VMA locks) lets the arch
+ * fault handler see the signal (a kernel access then fails with -EFAULT).
  */
 static vm_fault_t mtest_fault_dying(struct vm_fault *vmf)
 {
 	if (!(vmf->flags & FAULT_FLAG_ALLOW_RETRY) ||
 	    (vmf->flags & FAULT_FLAG_RETRY_NOWAIT))
 		return VM_FAULT_NOPAGE;
-	mmap_read_unlock(vmf->vma->vm_mm);
+	memhp_release_fault_lock(vmf);
 	return VM_FAULT_RETRY;
 }
 
@@ -459,7 +461,7 @@ static int mtest_migrate_page(struct page *dst, struct page *src,
 	int tries = mode == MIGRATE_ASYNC ? 0 : 50;
 
 	/* Without the copy the data would be lost. */
-	if (mode == MIGRATE_SYNC_NO_COPY)
+	if (memhp_migrate_mode_no_copy(mode))
 		return -EINVAL;
 	/* src is locked and movable, so it is ours and in the page tree. */
 	if (xa_load(&ctx->pages, index) != src)
@@ -516,7 +518,7 @@ static int mtest_mmap(struct file *file, struct vm_area_struct *vma)
 		return -EINVAL;
 	vma->vm_pgoff += ctx->base;
 	/* See "The mapping is VM_PFNMAP" at the top. */
-	vma->vm_flags |= VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP;
+	memhp_vm_flags_set(vma, VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
 	vma->vm_ops = &mtest_vm_ops;
 	vma->vm_private_data = ctx;
 	return 0;

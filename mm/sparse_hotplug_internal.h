@@ -21,12 +21,13 @@
 #include <linux/sysfs.h>
 #include <linux/types.h>
 #include <linux/xarray.h>
+#include <memhp_compat.h>
 
 /* sparse_hotplug_sections.c */
 extern struct mutex sparse_hp_lock;
 extern struct xarray sparse_hp_sections;
 extern unsigned long sparse_hp_sections_per_block;
-extern struct bus_type *sparse_hp_memory_bus;
+extern memhp_bus_ptr sparse_hp_memory_bus;
 const char *sparse_hp_section_state(unsigned long nr);
 
 static inline unsigned long sparse_hp_block_of(unsigned long nr)

@@ -242,12 +242,14 @@ static bool sparse_hp_fake_offline_ready(unsigned long nr)
 
 /*
  * MEM_GOING_OFFLINE of the HELD section @nr, as virtio_mem's fake-offline
- * does: count its pages in to the managed pages the core is about to
- * subtract, and drop our reference of every page (refcount 0 PageOffline
- * pages are skipped by offlining). A page still referenced afterwards got
- * a reference after sparse_hp_fake_offline_ready(); we keep going, so that
- * sparse_hp_fake_offline_cancel() is the exact inverse, and report it. The core
- * then finds that page unmovable (scan_movable_pages(): PageOffline with
+ * does: where the core still subtracts skipped pages (6.1), count ours
+ * in to the managed pages it is about to subtract (see
+ * memhp_going_offline_managed() in memhp_compat.h), and drop our reference
+ * of every page (refcount 0 PageOffline pages are skipped by offlining).
+ * A page still referenced afterwards got a reference after
+ * sparse_hp_fake_offline_ready(); we keep going, so that
+ * sparse_hp_fake_offline_cancel() is the exact inverse, and report it. The
+ * core then finds that page unmovable (scan_movable_pages(): PageOffline with
  * a reference) and cancels the offline with -EBUSY, unless that reference
  * is dropped first (the window upstream virtio_mem has too).
  */
@@ -258,7 +260,7 @@ static void sparse_hp_fake_offline_going(unsigned long nr)
 	unsigned long i, busy = 0;
 
 	lockdep_assert_held(&sparse_hp_isolate_lock);
-	adjust_managed_page_count(pfn_to_page(pfn), PAGES_PER_SECTION);
+	memhp_going_offline_managed(pfn_to_page(pfn), PAGES_PER_SECTION);
 	for (i = 0; i < PAGES_PER_SECTION; i++) {
 		struct page *page = pfn_to_page(pfn + i);
 
@@ -281,7 +283,7 @@ static void sparse_hp_fake_offline_cancel(unsigned long nr)
 	lockdep_assert_held(&sparse_hp_isolate_lock);
 	for (i = 0; i < PAGES_PER_SECTION; i++)
 		page_ref_inc(pfn_to_page(pfn + i));
-	adjust_managed_page_count(pfn_to_page(pfn), -(long)PAGES_PER_SECTION);
+	memhp_cancel_offline_managed(pfn_to_page(pfn), PAGES_PER_SECTION);
 }
 
 /*

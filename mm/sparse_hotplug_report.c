@@ -62,13 +62,14 @@ static bool sparse_hp_class_blocks(enum sparse_hp_class c)
 /*
  * Pages of section @nr that hold its block's own memmap
  * (memory_hotplug.memmap_on_memory=1): the block device knows how many lie
- * at the block's start (struct memory_block::nr_vmemmap_pages, set when
- * the block was added); offlining leaves them out. The caller keeps the
+ * at the block's start (memhp_block_vmemmap_pages(), set when the block
+ * was added); offlining leaves them out. The caller keeps the
  * block alive (see sparse_hp_section_report()).
  */
 static unsigned long sparse_hp_memmap_pages(unsigned long nr)
 {
 	unsigned long nr_vmemmap, skip;
+	struct memory_block *mem;
 	struct device *dev;
 	char name[32];
 
@@ -76,7 +77,8 @@ static unsigned long sparse_hp_memmap_pages(unsigned long nr)
 	dev = bus_find_device_by_name(sparse_hp_memory_bus, NULL, name);
 	if (!dev)
 		return 0;
-	nr_vmemmap = container_of(dev, struct memory_block, dev)->nr_vmemmap_pages;
+	mem = container_of(dev, struct memory_block, dev);
+	nr_vmemmap = memhp_block_vmemmap_pages(mem);
 	put_device(dev);
 	skip = (nr % sparse_hp_sections_per_block) * PAGES_PER_SECTION;
 	if (nr_vmemmap <= skip)
@@ -98,9 +100,11 @@ static bool sparse_hp_extra_refs(struct page *page)
 	if (PageCompound(page))
 		return false;
 	if (PageAnon(page))
-		expected = page_mapcount(page) + (PageSwapCache(page) ? 1 : 0);
+		expected = memhp_small_page_mapcount(page) +
+			   (memhp_page_swapcache(page) ? 1 : 0);
 	else
-		expected = 1 + page_mapcount(page) + (page_has_private(page) ? 1 : 0);
+		expected = 1 + memhp_small_page_mapcount(page) +
+			   (memhp_page_has_private(page) ? 1 : 0);
 	return page_count(page) > expected;
 }
 
@@ -119,7 +123,7 @@ static enum sparse_hp_class sparse_hp_classify(unsigned long pfn,
 	if (PageBuddy(page)) {
 		unsigned long order = READ_ONCE(page_private(page));
 
-		if (order < MAX_ORDER && IS_ALIGNED(pfn, 1UL << order))
+		if (order < MEMHP_NR_PAGE_ORDERS && IS_ALIGNED(pfn, 1UL << order))
 			*nr = 1UL << order;
 		return SPARSE_HP_FREE;
 	}
@@ -132,7 +136,7 @@ static enum sparse_hp_class sparse_hp_classify(unsigned long pfn,
 		return SPARSE_HP_HUGETLB;
 	if (!page_count(page))
 		return SPARSE_HP_FREE;	/* on a per-cpu list, or being freed */
-	if (page_maybe_dma_pinned(page))
+	if (memhp_page_maybe_dma_pinned(page))
 		return SPARSE_HP_DMA_PINNED;
 	if (PageLRU(head)) {
 		if (sparse_hp_extra_refs(page))

@@ -149,7 +149,7 @@ DEFINE_XARRAY(sparse_hp_sections);
 static bool sparse_hp_dying;	/* module exit: add no more directories */
 
 unsigned long sparse_hp_sections_per_block;
-struct bus_type *sparse_hp_memory_bus;
+memhp_bus_ptr sparse_hp_memory_bus;
 
 /* ---- online/offline through the core's sysfs file ---------------------- */
 
@@ -536,10 +536,10 @@ static struct notifier_block sparse_hp_memory_bus_nb = {
  * directory's kernfs node carries its kobject. Boot memory blocks are not
  * removed while we look (their removal needs an ACPI eject of boot RAM).
  */
-static struct bus_type *sparse_hp_find_memory_bus(void)
+static memhp_bus_ptr sparse_hp_find_memory_bus(void)
 {
+	memhp_bus_ptr bus = NULL;
 	struct kernfs_node *memory_kn, *block_kn;
-	struct bus_type *bus = NULL;
 	struct device *cpu0 = get_cpu_device(0);
 	char name[32];
 	unsigned long nr;

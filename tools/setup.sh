@@ -4,11 +4,17 @@
 # memhp-lab setup: installs what the suite needs and says what it installs.
 # Idempotent; with --check it only reports (exit 1 if something is missing).
 #
-#   apt:  the Debian 6.1 kernel (image, headers, source), QEMU, sparse,
+#   apt:  the two kernels the suite targets, each with image, headers and
+#         source: Debian's 6.1 and bookworm's linux-6.12 (bookworm-security
+#         carries it, newer than bookworm-backports' 6.12.95); QEMU 10 from
+#         bookworm-backports (a sources entry is added, with the suite's
+#         default pin priority, 100, so nothing else is upgraded: only what
+#         is asked for with -t bookworm-backports comes from it); sparse,
 #         bpftrace, perf, valgrind, python3-venv, ...
 #   src:  the pieces of linux-source-6.1 the suite builds against, extracted
 #         to build/ksrc/ (kselftest headers and runner, lib.mk, checkpatch,
-#         tools/include and tools/lib/rbtree.c for the user-space builds).
+#         tools/include and tools/lib/rbtree.c for the user-space builds),
+#         and 6.12's checkpatch to build/ksrc-6.12/ (make checkpatch runs both).
 #         Nothing of the kernel source is committed to this repository.
 #   venv: .venv with the pinned PyPI packages of tools/testing/vm/requirements.txt
 #         (virtme-ng, qemu.qmp, matplotlib).
@@ -21,16 +27,25 @@ KSRC="$BUILD/ksrc"
 VENV="$TOP/.venv"
 REQ="$TOP/tools/testing/vm/requirements.txt"
 SRC_TAR=/usr/src/linux-source-6.1.tar.xz
+SRC_TAR_612=/usr/src/linux-source-6.12.tar.xz
+KSRC_612="$BUILD/ksrc-6.12"
+BPO_LIST=/etc/apt/sources.list.d/memhp-bookworm-backports.sources
 
 APT_PACKAGES=(
 	linux-image-amd64 linux-headers-amd64 linux-source-6.1
-	qemu-system-x86 busybox-static udev kmod
+	linux-image-6.12-amd64 linux-headers-6.12-amd64 linux-source-6.12
+	busybox-static udev kmod
 	sparse bpftrace linux-perf dwarves valgrind
 	python3 python3-venv xz-utils bc numactl libnuma-dev
 	gcc-12 make perl rsync
 	flex bison libelf-dev
 	dkms
 )
+
+# From bookworm-backports (installed with -t bookworm-backports): QEMU 10,
+# whose virtio-mem has unplugged-inaccessible and dynamic-memslots.
+BPO_PACKAGES=(qemu-system-x86)
+BPO_QEMU_MAJOR=10
 
 # What is extracted from linux-source-6.1 (paths inside the tarball).
 KSRC_PATHS=(
@@ -75,32 +90,78 @@ apt_missing() {
 	echo "${out[@]}"
 }
 
+sudo_cmd=""
+[ "$(id -u)" = 0 ] || sudo_cmd=sudo
+
+# bookworm-backports, the Debian way: a sources entry beside the system's
+# (same mirror and keyring), default priority 100 for the suite.
+bpo_configured()
+{
+	grep -rqsE '^(Suites:.*[[:space:]]|deb .*[[:space:]])bookworm-backports([[:space:]]|$)' \
+		/etc/apt/sources.list /etc/apt/sources.list.d/
+}
+
+bpo_missing()
+{
+	local major
+	major=$(qemu-system-x86_64 --version 2>/dev/null | sed -n 's/^QEMU emulator version \([0-9]*\)\..*/\1/p')
+	[ -n "$major" ] && [ "$major" -ge "$BPO_QEMU_MAJOR" ] || echo "${BPO_PACKAGES[@]}"
+}
+
 need_apt=$(apt_missing)
-if [ -n "$need_apt" ]; then
-	missing+=("apt packages: $need_apt")
+need_bpo=$(bpo_missing)
+if ! bpo_configured; then
+	missing+=("apt source bookworm-backports ($BPO_LIST)")
 	if [ "$check_only" = 0 ]; then
-		echo "setup: installing Debian packages: $need_apt"
+		uri=$(sed -n 's/^URIs:[[:space:]]*//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)
+		echo "setup: adding bookworm-backports to apt ($BPO_LIST, mirror ${uri:-http://deb.debian.org/debian})"
+		printf 'Types: deb\nURIs: %s\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+			"${uri:-http://deb.debian.org/debian}" | $sudo_cmd tee "$BPO_LIST" >/dev/null
+		need_update=1
+	fi
+fi
+if [ -n "$need_bpo" ]; then
+	missing+=("from bookworm-backports: $need_bpo (QEMU >= $BPO_QEMU_MAJOR)")
+fi
+if [ -n "$need_apt" ] || { [ -n "$need_bpo" ] && [ "$check_only" = 0 ]; }; then
+	[ -z "$need_apt" ] || missing+=("apt packages: $need_apt")
+	if [ "$check_only" = 0 ]; then
 		export DEBIAN_FRONTEND=noninteractive
-		sudo_cmd=""
-		[ "$(id -u)" = 0 ] || sudo_cmd=sudo
 		$sudo_cmd apt-get update -q >/dev/null
-		# shellcheck disable=SC2086
-		$sudo_cmd apt-get install -y -q --no-install-recommends $need_apt \
-			> "$BUILD.apt.log" 2>&1 || {
-			echo "setup: apt-get install failed; last lines of $BUILD.apt.log:" >&2
-			tail -20 "$BUILD.apt.log" >&2
-			exit 1
-		}
+		if [ -n "$need_apt" ]; then
+			echo "setup: installing Debian packages: $need_apt"
+			# shellcheck disable=SC2086
+			$sudo_cmd apt-get install -y -q --no-install-recommends $need_apt \
+				> "$BUILD.apt.log" 2>&1 || {
+				echo "setup: apt-get install failed; last lines of $BUILD.apt.log:" >&2
+				tail -20 "$BUILD.apt.log" >&2
+				exit 1
+			}
+		fi
+		if [ -n "$need_bpo" ]; then
+			echo "setup: installing from bookworm-backports: $need_bpo"
+			# shellcheck disable=SC2086
+			$sudo_cmd apt-get install -y -q --no-install-recommends \
+				-t bookworm-backports $need_bpo >> "$BUILD.apt.log" 2>&1 || {
+				echo "setup: apt-get install -t bookworm-backports failed; last lines of $BUILD.apt.log:" >&2
+				tail -20 "$BUILD.apt.log" >&2
+				exit 1
+			}
+		fi
 		rm -f "$BUILD.apt.log"
 		need_apt=$(apt_missing)
 		[ -z "$need_apt" ] || { echo "setup: still missing: $need_apt" >&2; exit 1; }
+		need_bpo=$(bpo_missing)
+		[ -z "$need_bpo" ] || { echo "setup: QEMU is not >= $BPO_QEMU_MAJOR after install" >&2; exit 1; }
 	fi
 fi
 
 # --- the kernel the suite targets -------------------------------------------
 kver=$(ls /lib/modules 2>/dev/null | grep -E '^6\.1\.0-[0-9]+-amd64$' | sort -V | tail -n1 || true)
-if [ -z "$kver" ] && [ "$check_only" = 0 ]; then
-	echo "setup: no 6.1.0-*-amd64 kernel under /lib/modules after install" >&2
+kver612=$(ls /lib/modules 2>/dev/null | grep -E '^6\.12\.[0-9]+\+deb[0-9]+(\.[0-9]+)?-amd64$' |
+	sort -V | tail -n1 || true)
+if { [ -z "$kver" ] || [ -z "$kver612" ]; } && [ "$check_only" = 0 ]; then
+	echo "setup: no 6.1.0-*-amd64 or 6.12.*+deb12-amd64 kernel under /lib/modules after install" >&2
 	exit 1
 fi
 
@@ -114,6 +175,21 @@ if [ ! -f "$KSRC_STAMP" ] || [ "$SRC_TAR" -nt "$KSRC_STAMP" ]; then
 		tar -xJf "$SRC_TAR" -C "$KSRC" --strip-components=1 \
 			"${KSRC_PATHS[@]/#/linux-source-6.1/}"
 		touch "$KSRC_STAMP"
+	fi
+fi
+
+# 6.12's checkpatch (make checkpatch runs both kernels' versions).
+stamp612="$KSRC_612/.stamp"
+if [ ! -f "$stamp612" ] || [ "$SRC_TAR_612" -nt "$stamp612" ]; then
+	missing+=("checkpatch from $SRC_TAR_612")
+	if [ "$check_only" = 0 ]; then
+		echo "setup: extracting checkpatch.pl from $SRC_TAR_612"
+		rm -rf "$KSRC_612"
+		mkdir -p "$KSRC_612"
+		tar -xJf "$SRC_TAR_612" -C "$KSRC_612" --strip-components=1 \
+			linux-source-6.12/scripts/checkpatch.pl linux-source-6.12/scripts/spelling.txt \
+			linux-source-6.12/scripts/const_structs.checkpatch
+		touch "$stamp612"
 	fi
 fi
 
@@ -142,8 +218,8 @@ if [ "$check_only" = 1 ]; then
 		printf 'setup: missing: %s\n' "${missing[@]}"
 		exit 1
 	fi
-	say "everything is installed (kernel $kver)"
+	say "everything is installed (kernels $kver and $kver612, $(qemu-system-x86_64 --version | head -n1))"
 	exit 0
 fi
 
-say "ready: kernel $kver, headers /lib/modules/$kver/build, sources $KSRC, venv $VENV"
+say "ready: kernels $kver and $kver612 (headers in /lib/modules/*/build), $(qemu-system-x86_64 --version | head -n1), sources $KSRC, venv $VENV"

@@ -83,6 +83,7 @@
 #include <linux/overflow.h>
 #include <linux/ctype.h>
 #include <linux/acpi.h>
+#include <memhp_compat.h>
 
 #define VMEM_SHIM_RESOURCE_NAME	"System RAM (virtio_mem_shim)"
 #define VMEM_SHIM_RETRY_MIN_MS	500
@@ -742,8 +743,11 @@ static int vmem_shim_memory_notify(struct notifier_block *nb, unsigned long acti
 			/* Let offlining skip our pages: drop our references. */
 			for (i = 0; i < nr; i++)
 				page_ref_dec(pfn_to_page(pfn + i));
-			/* offline_pages() takes all pages off the count. */
-			adjust_managed_page_count(pfn_to_page(pfn), nr);
+			/*
+			 * Where offline_pages() takes skipped pages off the
+			 * managed count too (6.1), count ours back in first.
+			 */
+			memhp_going_offline_managed(pfn_to_page(pfn), nr);
 			WRITE_ONCE(vm->mb_state[mb], VMEM_SHIM_MB_FAKE_DROPPED);
 		}
 		break;
@@ -763,7 +767,7 @@ static int vmem_shim_memory_notify(struct notifier_block *nb, unsigned long acti
 		if (vm->mb_state[mb] == VMEM_SHIM_MB_FAKE_DROPPED) {
 			for (i = 0; i < nr; i++)
 				page_ref_inc(pfn_to_page(pfn + i));
-			adjust_managed_page_count(pfn_to_page(pfn), -(long)nr);
+			memhp_cancel_offline_managed(pfn_to_page(pfn), nr);
 			WRITE_ONCE(vm->mb_state[mb], VMEM_SHIM_MB_FAKE);
 		}
 		vm->hotplug_active = false;

@@ -20,7 +20,7 @@ loaded=0
 
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 if [ ! -d "$dbg" ]; then
-	insmod "$top/mm/pfn_lookup.ko"
+	insmod "$top/build/modules/$(uname -r)/mm/pfn_lookup.ko"
 	loaded=1
 fi
 

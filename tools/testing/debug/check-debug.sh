@@ -70,7 +70,8 @@ export KDIR="$KTREE"
 say "building modules and selftests against $KDIR in $TREE"
 make -s -C "$TREE" modules >"$DEBUG/modules.log" 2>&1 || { tail -30 "$DEBUG/modules.log"; exit 1; }
 make -s -C "$TREE" selftests >>"$DEBUG/modules.log" 2>&1 || { tail -30 "$DEBUG/modules.log"; exit 1; }
-for ko in $(find "$TREE/mm" "$TREE/drivers" -name '*.ko'); do
+kver=$(cat "$KTREE/include/config/kernel.release")
+for ko in $(find "$TREE/build/modules/$kver" -name '*.ko'); do
 	modinfo -F vermagic "$ko" | grep -q memhp-debug ||
 		{ say "$ko is not built for the debug kernel"; exit 1; }
 done
@@ -92,7 +93,7 @@ S=tools/testing/selftests/memhp
 	$S/load_unload.sh; $S/fuzz_inputs.sh; CYCLES=5 $S/unload_under_load.sh
 	echo clear > /sys/kernel/debug/kmemleak
 	for m in sparse_hotplug migrate_test buddy_split pfn_lookup; do
-		insmod \$(find mm drivers -name \$m.ko) && rmmod \$m
+		insmod \$(find build/modules/\$(uname -r) -name \$m.ko) && rmmod \$m
 	done
 	echo scan > /sys/kernel/debug/kmemleak; sleep 5
 	echo scan > /sys/kernel/debug/kmemleak

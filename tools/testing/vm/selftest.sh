@@ -30,7 +30,7 @@ ktap_test_result "guest command status passed through" [ $rc = 7 ]
 # the same guest first checks that bad input to the debugfs file is
 # rejected without a warning.
 "$vm" --quiet --no-virtio-mem -- '
-	insmod mm/sparse_hotplug.ko selftest_warn=1 || exit 1
+	insmod build/modules/$(uname -r)/mm/sparse_hotplug.ko selftest_warn=1 || exit 1
 	f=/sys/kernel/debug/sparse_hotplug/provoke_warning
 	if echo banana > $f; then echo "bad input accepted"; else echo "bad input rejected"; fi
 	echo 1 > $f

@@ -219,8 +219,10 @@ static int vma_flags(void *addr, char *out, size_t size)
 			continue;
 		}
 		if (in && !strncmp(line, "VmFlags:", 8)) {
-			strncpy(out, line + 8, size - 1);
-			out[size - 1] = 0;
+			size_t n = strnlen(line + 8, size - 1);
+
+			memcpy(out, line + 8, n);
+			out[n] = 0;
 			fclose(f);
 			return 0;
 		}
@@ -456,7 +458,7 @@ static int odirect_open(void)
 	FILE *p;
 	int fd;
 
-	strcpy(loopfile, "/tmp/hostile_use.loop.XXXXXX");
+	snprintf(loopfile, sizeof(loopfile), "/tmp/hostile_use.loop.XXXXXX");
 	fd = mkstemp(loopfile);
 	if (fd < 0)
 		return -1;

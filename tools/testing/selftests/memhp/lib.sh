@@ -28,19 +28,23 @@ memhp_require_guest()
 	fi
 }
 
+# Where `make` put the modules for the running kernel (one tree per kernel
+# release, see the top Makefile).
+MEMHP_MODDIR=${MEMHP_MODDIR:-$MEMHP_TOP/build/modules/$(uname -r)}
+
 # The path of one of our modules, e.g. memhp_module_path sparse_hotplug.
 memhp_module_path()
 {
 	local ko
 
-	ko=$(find "$MEMHP_TOP/mm" "$MEMHP_TOP/drivers" -name "$1.ko" 2>/dev/null | head -n1)
+	ko=$(find "$MEMHP_MODDIR/mm" "$MEMHP_MODDIR/drivers" -name "$1.ko" 2>/dev/null | head -n1)
 	[ -n "$ko" ] && echo "$ko"
 }
 
 # Every module the suite builds (names without .ko), one per line.
 memhp_all_modules()
 {
-	find "$MEMHP_TOP/mm" "$MEMHP_TOP/drivers" -name '*.ko' -printf '%f\n' 2>/dev/null |
+	find "$MEMHP_MODDIR/mm" "$MEMHP_MODDIR/drivers" -name '*.ko' -printf '%f\n' 2>/dev/null |
 		sed 's/\.ko$//' | sort
 }
 
@@ -56,7 +60,8 @@ memhp_load()
 
 	shift
 	memhp_module_loaded "$name" && return 0
-	ko=$(memhp_module_path "$name") || { echo "# no $name.ko: run make first"; return 1; }
+	ko=$(memhp_module_path "$name") ||
+		{ echo "# no $name.ko in $MEMHP_MODDIR: run make KVER=$(uname -r) first"; return 1; }
 	insmod "$ko" "$@"
 }
 

@@ -6,8 +6,9 @@
  *   MEMHP_SELFTEST_MODULE("buddy_split", "mm/buddy_split.ko",
  *			   "/dev/buddy_split", "params");
  *
- * Nothing is loaded when the device already exists. The module is looked
- * for under $MEMHP_TOP (set in memhp-vm guests), then relative to the test
+ * Nothing is loaded when the device already exists. The module is the one
+ * built for the running kernel, build/modules/$(uname -r)/<ko>, looked for
+ * under $MEMHP_TOP (set in memhp-vm guests), then relative to the test
  * binary in build/selftests/. It also makes stdout line-buffered: the
  * harness ends each test's child with _exit(), which drops whatever
  * ksft_print_msg() left in a full buffer when stdout is a pipe.
@@ -24,12 +25,13 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 
 #include "kselftest.h"
 
 struct memhp_module {
 	const char *name;	/* for delete_module() */
-	const char *ko;		/* path from the repository's top */
+	const char *ko;		/* path in build/modules/<release>/ */
 	const char *dev;	/* present when the module is loaded */
 	const char *params;
 	bool loaded_here;
@@ -39,9 +41,13 @@ struct memhp_module {
 static inline int memhp_module_try(struct memhp_module *m, const char *top)
 {
 	char path[PATH_MAX];
+	struct utsname u;
 	int fd, ret;
 
-	snprintf(path, sizeof(path), "%s/%s", top, m->ko);
+	if (uname(&u))
+		return -1;
+	snprintf(path, sizeof(path), "%s/build/modules/%s/%s", top, u.release,
+		 m->ko);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -59,7 +65,7 @@ static inline int memhp_module_try(struct memhp_module *m, const char *top)
 static inline bool memhp_module_load(struct memhp_module *m)
 {
 	const char *top = getenv("MEMHP_TOP");
-	char exe[PATH_MAX], *slash;
+	char exe[PATH_MAX], dir[PATH_MAX + 8], *slash;
 	ssize_t n;
 
 	if (!access(m->dev, F_OK))
@@ -73,8 +79,9 @@ static inline bool memhp_module_load(struct memhp_module *m)
 	slash = strrchr(exe, '/');
 	if (!slash)
 		return false;
-	strcpy(slash, "/../..");	/* build/selftests/ -> the top */
-	return !memhp_module_try(m, exe) && m->loaded_here;
+	*slash = 0;
+	snprintf(dir, sizeof(dir), "%s/../..", exe);	/* build/selftests/ -> top */
+	return !memhp_module_try(m, dir) && m->loaded_here;
 }
 
 static inline void memhp_module_unload(struct memhp_module *m)

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * memhp_compat.h - the kernel differences the memhp-lab modules meet
+ * between the two LTS kernels they are built and tested for, Debian's 6.1
+ * and 6.12 (and any tree in between, through KDIR=).
+ *
+ * One rule: code says what it needs (a feature-named macro or helper from
+ * here), never which kernel it runs on. The MEMHP_* feature macros come
+ * from scripts/memhp-features.sh, which Kbuild runs on the headers of the
+ * kernel being built against; each entry here names the kernel change
+ * behind it. No version number is compared anywhere.
+ */
+#ifndef _MEMHP_COMPAT_H
+#define _MEMHP_COMPAT_H
+
+#include <linux/device.h>
+#include <linux/memory.h>
+#include <linux/memremap.h>
+#include <linux/mm.h>
+#include <linux/mmzone.h>
+#include <linux/migrate_mode.h>
+
+/*
+ * Buddy orders. 6.1: MAX_ORDER is the number of orders (11, exclusive).
+ * 6.4 made MAX_ORDER inclusive and 6.8 renamed it MAX_PAGE_ORDER, adding
+ * NR_PAGE_ORDERS for the count. MEMHP_NR_PAGE_ORDERS is the count on all.
+ */
+#ifdef NR_PAGE_ORDERS
+#define MEMHP_NR_PAGE_ORDERS	NR_PAGE_ORDERS
+#else
+#define MEMHP_NR_PAGE_ORDERS	MAX_ORDER
+#endif
+
+/*
+ * struct device's bus pointer and the bus_*() helpers take a
+ * const struct bus_type * since the driver core was constified (6.4-6.5);
+ * 6.1 has no const. memhp_bus_ptr is the pointer type of struct device's
+ * bus, whichever it is.
+ */
+#define memhp_bus_ptr	typeof(((struct device *)NULL)->bus)
+
+/*
+ * Pages at the start of a memory block that hold its own memmap
+ * (memory_hotplug.memmap_on_memory=1). 6.1: struct memory_block counts them
+ * in nr_vmemmap_pages. 6.6 ("mm/memory_hotplug: embed vmem_altmap details
+ * in memory block") replaced the count with the block's vmem_altmap, whose
+ * free pages are the memmap's.
+ */
+static inline unsigned long memhp_block_vmemmap_pages(struct memory_block *mem)
+{
+#ifdef MEMHP_MEMORY_BLOCK_ALTMAP
+	return mem->altmap ? mem->altmap->free : 0;
+#else
+	return mem->nr_vmemmap_pages;
+#endif
+}
+
+/*
+ * Mappings and references of an order-0 page. 6.12 removed the page_*()
+ * wrappers (page_mapcount(), PageSwapCache(), page_has_private(),
+ * page_maybe_dma_pinned()) in favour of their folio_*() forms; 6.1 has the
+ * folio forms too, except folio_mapcount(), which it does not export.
+ * For a small (non-compound) page the two mean the same thing, so these
+ * helpers are for order-0 pages only.
+ */
+static inline int memhp_small_page_mapcount(struct page *page)
+{
+#ifdef MEMHP_HAVE_INLINE_FOLIO_MAPCOUNT
+	return folio_mapcount(page_folio(page));
+#else
+	return page_mapcount(page);
+#endif
+}
+
+static inline bool memhp_page_swapcache(struct page *page)
+{
+	return folio_test_swapcache(page_folio(page));
+}
+
+static inline bool memhp_page_has_private(struct page *page)
+{
+	return folio_has_private(page_folio(page));
+}
+
+static inline bool memhp_page_maybe_dma_pinned(struct page *page)
+{
+	return folio_maybe_dma_pinned(page_folio(page));
+}
+
+/*
+ * MIGRATE_SYNC_NO_COPY (migrate without copying, for device memory) was
+ * removed in 6.10 with its last user; a migrate_page callback only has to
+ * refuse it where it exists.
+ */
+static inline bool memhp_migrate_mode_no_copy(enum migrate_mode mode)
+{
+#ifdef MEMHP_HAVE_MIGRATE_SYNC_NO_COPY
+	return mode == MIGRATE_SYNC_NO_COPY;
+#else
+	return false;
+#endif
+}
+
+/*
+ * vma->vm_flags became read-only (const) in 6.3 with the per-VMA lock
+ * work: flags are set with vm_flags_set(), which write-locks the VMA.
+ * 6.1 (Debian) has no vm_flags_set(): plain assignment, under mmap_lock.
+ */
+#ifdef MEMHP_HAVE_VM_FLAGS_SET
+#define memhp_vm_flags_set(vma, flags)	vm_flags_set((vma), (flags))
+#else
+#define memhp_vm_flags_set(vma, flags)	((vma)->vm_flags |= (flags))
+#endif
+
+/*
+ * A fault handler that returns VM_FAULT_RETRY drops the lock it was called
+ * under. Per-VMA locks (6.4, for file-backed and driver mappings since
+ * 6.7-6.8) let a fault run under its VMA's read lock (FAULT_FLAG_VMA_LOCK)
+ * instead of mmap_lock; release_fault_lock() drops whichever is held
+ * (calling mmap_read_unlock() there unlocks a lock nobody took). 6.1 has
+ * mmap_lock only.
+ */
+#ifdef MEMHP_HAVE_RELEASE_FAULT_LOCK
+#define memhp_release_fault_lock(vmf)	release_fault_lock(vmf)
+#else
+#define memhp_release_fault_lock(vmf)	mmap_read_unlock((vmf)->vma->vm_mm)
+#endif
+
+/*
+ * Offlining and fake-offline (PageOffline, refcount 0) pages.
+ *
+ * A driver that keeps pages of an online block fake-offline (allocated,
+ * PageOffline, subtracted from the managed page count) drops its
+ * references at MEM_GOING_OFFLINE so that offline_pages() can skip them.
+ *
+ * 6.1: offline_pages() subtracts the whole range from the managed count,
+ * skipped pages included, so the driver adds its pages back at
+ * MEM_GOING_OFFLINE (and subtracts them again at MEM_CANCEL_OFFLINE), as
+ * virtio_mem does there.
+ *
+ * 6.10 ("mm/memory_hotplug: skip adjust_managed_page_count() for
+ * PageOffline() pages when offlining", MEMHP_OFFLINE_SKIPS_FAKE_OFFLINE):
+ * __offline_isolated_pages() returns the pages it really took, refcount-0
+ * PageOffline ones excluded, and only those are subtracted. A driver that
+ * still added its pages back would inflate MemTotal by their size on every
+ * offline (seen on 6.12: +128 MiB per isolated section).
+ *
+ * memhp_going_offline_managed(page, nr) / memhp_cancel_offline_managed():
+ * the managed-count step a driver takes at those two events; nothing where
+ * the core no longer counts the pages.
+ */
+static inline void memhp_going_offline_managed(struct page *page, long nr)
+{
+#ifndef MEMHP_OFFLINE_SKIPS_FAKE_OFFLINE
+	adjust_managed_page_count(page, nr);
+#endif
+}
+
+static inline void memhp_cancel_offline_managed(struct page *page, long nr)
+{
+#ifndef MEMHP_OFFLINE_SKIPS_FAKE_OFFLINE
+	adjust_managed_page_count(page, -nr);
+#endif
+}
+
+#endif /* _MEMHP_COMPAT_H */
