@@ -4,12 +4,18 @@
 
 Stages, in order:
   unit     user-space unit tests of the portable cores (make unit)
-  static   modules build with -Werror, selftests build, checkpatch, sparse,
-           DKMS build of dkms.conf in a scratch tree
-  guest    the selftests of tools/testing/selftests/memhp inside QEMU guests;
+  static   for each kernel: modules build with -Werror, sparse, DKMS build
+           of dkms.conf in a scratch tree; once: selftests build,
+           checkpatch (6.1's and 6.12's checkpatch.pl)
+  guest    the selftests of tools/testing/selftests/memhp inside QEMU
+           guests, once per kernel (Debian's 6.1 and 6.12: `make
+           print-kvers`), a KTAP node per kernel ("guest 6.12.117+deb12-amd64");
            tests naming the same `memhp-vm:` options share one boot
   runner   the VM runner's own tests (tools/testing/vm/selftest.sh): it must
            fail a guest that logged a WARNING and pass exit codes through
+
+A test that applies to one kernel only reports SKIP on the other, with the
+reason, and is not counted as a pass there.
 
 Progress lines are KTAP diagnostics ("# ..."); each stage then reports its
 results as a nested KTAP subtest. The end is a "# Totals:" line over every
@@ -145,14 +151,25 @@ def stage_unit(args):
     return leaves
 
 
+def kernels():
+    """The kernel releases the suite targets (make print-kvers)."""
+    out = subprocess.run(["make", "-s", "--no-print-directory", "print-kvers"], cwd=TOP,
+                         capture_output=True, text=True).stdout.split()
+    return out
+
+
 def stage_static(args):
     leaves = []
-    for name, cmd in (("modules build with -Werror", ["make", "--no-print-directory", "modules"]),
-                      ("selftests build", ["make", "--no-print-directory", "selftests"]),
-                      ("checkpatch --strict clean", ["make", "--no-print-directory", "checkpatch"]),
-                      ("sparse C=2 clean", ["make", "--no-print-directory", "sparse"]),
-                      ("dkms.conf: DKMS builds every module",
-                       ["make", "--no-print-directory", "dkms-check"])):
+    steps = []
+    for k in args.kernels:
+        mk = ["make", "--no-print-directory", f"KVER={k}"]
+        steps += [(f"{k}: modules build with -Werror", mk + ["modules"]),
+                  (f"{k}: sparse C=2 clean", mk + ["sparse"]),
+                  (f"{k}: dkms.conf: DKMS builds every module", mk + ["dkms-check"])]
+    steps += [("selftests build", ["make", "--no-print-directory", "selftests"]),
+              ("checkpatch --strict clean (6.1 and 6.12 checkpatch.pl)",
+               ["make", "--no-print-directory", "checkpatch"])]
+    for name, cmd in steps:
         rc, out = run_streamed(cmd, "static: ")
         leaves.append(Leaf(name, "pass" if rc == 0 else "fail", "" if rc == 0 else f"exit {rc}"))
     return leaves
@@ -198,15 +215,23 @@ def vm_messages(output):
     return msgs
 
 
-def stage_guest(args):
+def stage_guest(args, kver, kernel):
+    """Every selftest group in guests booted from kernel (a bzImage)."""
     leaves = []
+    if not args.kernel:
+        # The modules for this kernel (static built them already, unless
+        # --only guest) and the selftests, before any guest boots.
+        for cmd in (["make", "-s", "--no-print-directory", f"KVER={kver}", "modules"],
+                    ["make", "-s", "--no-print-directory", "selftests"]):
+            rc, _ = run_streamed(cmd, f"guest {kver}: ")
+            if rc:
+                return [Leaf(f"build for {kver}", "fail", f"{' '.join(cmd[4:])} exit {rc}")]
     groups = guest_groups(args.tests)
     for opts, tests in groups.items():
-        label = opts or "default guest"
-        log(f"guest [{label}]: {' '.join(tests)}")
-        cmd = [MEMHP_VM, "--quiet", "--timeout", str(args.guest_timeout)] + shlex.split(opts)
-        if args.kernel:
-            cmd += ["--kernel", args.kernel]
+        label = f"{opts or 'default guest'}"
+        log(f"guest {kver} [{label}]: {' '.join(tests)}")
+        cmd = [MEMHP_VM, "--quiet", "--timeout", str(args.guest_timeout), "--kernel", kernel] + \
+            shlex.split(opts)
         cmd += ["--", "make --no-print-directory -C tools/testing/selftests/memhp "
                 f"OUTPUT={TOP}/build/selftests run_tests T={shlex.quote(' '.join(tests))}"]
         t0 = time.monotonic()
@@ -220,10 +245,10 @@ def stage_guest(args):
             # The cause goes into the result line itself, in full into the
             # failure list at the end: a log cut to its KTAP part keeps it.
             reason += ": " + "; ".join(w.rstrip(":") for w in why[:4])[:400]
-            VM_FAILURES.append((label, why))
+            VM_FAILURES.append((f"{kver} [{label}]", why))
         leaves.append(Leaf(f"guest [{label}] boots, runs and keeps a clean kernel log",
                            "pass" if rc == 0 else "fail", reason))
-        log(f"guest [{label}]: {time.monotonic() - t0:.0f}s")
+        log(f"guest {kver} [{label}]: {time.monotonic() - t0:.0f}s")
         ran = {leaf.name.split(":")[0] for leaf in group_leaves}
         for t in tests:
             if t not in ran:
@@ -239,8 +264,7 @@ def stage_runner(args):
     return leaves
 
 
-STAGES = [("unit", stage_unit), ("static", stage_static), ("guest", stage_guest),
-          ("runner", stage_runner)]
+STAGES = ["unit", "static", "guest", "runner"]
 
 
 def main():
@@ -251,19 +275,51 @@ def main():
     p.add_argument("--tests", default="", help="comma-separated selftests for the guest stage")
     p.add_argument("--guest-timeout", type=int, default=1800)
     p.add_argument("--kernel", default="",
-                   help="bzImage for the guests (make check-debug); modules built with KDIR")
+                   help="one bzImage for the guests (make check-debug); modules built with "
+                   "KDIR, named by --kernel-release")
+    p.add_argument("--kernel-release", default="", help="the release of --kernel")
+    p.add_argument("--kernels", default="",
+                   help="comma-separated releases or series (6.1, 6.12) to test; default: "
+                   "both (make print-kvers)")
     args = p.parse_args()
     args.tests = [t for t in args.tests.split(",") if t]
     only = [s for s in args.only.split(",") if s]
-    stages = [(n, f) for n, f in STAGES if not only or n in only]
-    if only and len(stages) != len(only):
-        p.error(f"stages are: {', '.join(n for n, _ in STAGES)}")
+    unknown = [s for s in only if s not in STAGES]
+    if unknown:
+        p.error(f"stages are: {', '.join(STAGES)}")
+    targets = kernels()
+    if args.kernels:
+        want = [k for k in args.kernels.split(",") if k]
+        targets = [k for k in targets if k in want or
+                   any(k.startswith(w + ".") or k.startswith(w + "-") for w in want)]
+        if not targets:
+            p.error(f"--kernels {args.kernels}: none of {' '.join(kernels())}")
+    args.kernels = targets
+    stages = []
+    for n in STAGES:
+        if only and n not in only:
+            continue
+        if n == "unit":
+            stages.append((n, stage_unit))
+        elif n == "static":
+            stages.append((n, stage_static))
+        elif n == "runner":
+            stages.append((n, stage_runner))
+        elif args.kernel:
+            rel = args.kernel_release or os.path.basename(args.kernel)
+            stages.append((f"guest {rel}",
+                           lambda a, r=rel: stage_guest(a, r, a.kernel)))
+        else:
+            for k in args.kernels:
+                stages.append((f"guest {k}",
+                               lambda a, k=k: stage_guest(a, k, f"/boot/vmlinuz-{k}")))
 
     t0 = time.monotonic()
     print("KTAP version 1")
     print(f"1..{len(stages)}", flush=True)
     totals = {"pass": 0, "fail": 0, "skip": 0, "xfail": 0}
     failed_leaves = []
+    stage_totals = []
     xfail_leaves = []
     for i, (name, fn) in enumerate(stages, 1):
         log(f"stage {name} ...")
@@ -282,6 +338,10 @@ def main():
                 failed_leaves.append(f"{name}: {leaf.name}")
             elif leaf.status == "xfail":
                 xfail_leaves.append(f"{name}: {leaf.name} ({leaf.reason})")
+        stage_totals.append((name, sum(x.status == "pass" for x in leaves),
+                             sum(x.status == "fail" for x in leaves),
+                             sum(x.status == "skip" for x in leaves),
+                             time.monotonic() - ts))
         ok = not any(x.status == "fail" for x in leaves)
         print(f"{'ok' if ok else 'not ok'} {i} {name} # {time.monotonic() - ts:.0f}s", flush=True)
 
@@ -301,6 +361,9 @@ def main():
         log("figures reported by the tests:")
         for prog, fig in FIGURES:
             log(f"  {prog}: {fig}")
+    log("per stage (pass/fail/skip, seconds):")
+    for name, np, nf, ns, secs in stage_totals:
+        log(f"  {name}: {np}/{nf}/{ns}, {secs:.0f}s")
     log(f"make check took {time.monotonic() - t0:.0f}s")
     print(f"# Totals: pass:{totals['pass']} fail:{totals['fail']} xfail:{totals['xfail']} xpass:0 "
           f"skip:{totals['skip']} error:0")

@@ -78,7 +78,8 @@ done
 
 rc=0
 if [ "$skip_suite" = 0 ]; then
-	args=(--only guest --kernel "$bzimage" --guest-timeout "$GUEST_TIMEOUT")
+	args=(--only guest --kernel "$bzimage" --kernel-release "$kver"
+		--guest-timeout "$GUEST_TIMEOUT")
 	[ -n "$tests" ] && args+=(--tests "$tests")
 	"$TOP/.venv/bin/python" "$TREE/tools/testing/check.py" "${args[@]}" |
 		tee "$DEBUG/suite.log"
