@@ -143,8 +143,8 @@ check-debug: setup-check
 	@$(TOP)/tools/testing/debug/check-debug.sh $(CHECK_DEBUG_ARGS)
 
 # An interactive-free guest shell command: make vm-shell CMD='cat /proc/meminfo'
-vm-shell: setup-check modules
-	@$(TOP)/tools/testing/vm/memhp-vm -- $(or $(CMD),true)
+vm-shell: setup-check modules-all
+	@$(TOP)/tools/testing/vm/memhp-vm $(VM_ARGS) -- $(or $(CMD),true)
 
 install: modules
 	$(MAKE) -C $(KDIR) M=$(MODOUT) modules_install
@@ -164,11 +164,15 @@ print-kvers:
 	@echo $(KVERS)
 
 help:
-	@echo 'memhp-lab targets (KDIR=$(KDIR))'
-	@echo '  make [modules]  build every module against KDIR, warnings are errors'
+	@echo 'memhp-lab targets (KVER=$(KVER), KDIR=$(KDIR); kernels: $(KVERS))'
+	@echo '  make [modules]  build every module for KVER into build/modules/KVER/, -Werror'
+	@echo '                  (KVER=<release> or KDIR=<tree> picks the kernel; default 6.1)'
+	@echo '  make modules-all  the modules for every kernel of KVERS (6.1 and 6.12)'
+	@echo '  make print-kvers  the kernel releases check and run cover'
 	@echo '  make setup      install apt packages, extract linux-source pieces, create .venv'
-	@echo '  make check      unit tests, build, checkpatch, sparse, selftests in QEMU guests;'
-	@echo '                  ends with a KTAP "# Totals:" line (CHECK_ARGS="--help" for options)'
+	@echo '  make check      unit tests, build, checkpatch, sparse, selftests in QEMU guests'
+	@echo '                  on each kernel; ends with a KTAP "# Totals:" line'
+	@echo '                  (CHECK_ARGS="--help"; CHECK_ARGS="--kernels 6.12" for one kernel)'
 	@echo '  make run        experiments in a guest, summary table and results/report.md'
 	@echo '                  (RUN_ARGS="--help" for options)'
 	@echo '  make unit       user-space unit tests of the portable cores only'
@@ -176,9 +180,10 @@ help:
 	@echo '  make check-debug  selftests on a KASAN/lockdep/kmemleak kernel (builds it once)'
 	@echo '  make bench-pfn  pfn lookup benchmark, 5 section tables (BENCH_ARGS=--full: 100M)'
 	@echo '  make selftests  build the in-guest selftests'
-	@echo '  make checkpatch checkpatch.pl --no-tree --strict on our C sources (silent if clean)'
-	@echo '  make sparse     the modules through sparse, C=2 (silent if clean); also: make C=2'
+	@echo '  make checkpatch 6.1 and 6.12 checkpatch.pl --no-tree --strict on our C (silent if clean)'
+	@echo '  make sparse     the modules for KVER through sparse, C=2 (silent if clean)'
 	@echo '  make vm-shell CMD=...  run one command as root in a hotplug-capable guest'
+	@echo '                  (VM_ARGS="--kernel 6.12" for the other kernel)'
 	@echo '  make install    modules_install into /lib/modules/$$KVER/updates'
 	@echo '  make dkms-install  register, build and install with DKMS (for KVER)'
 	@echo '  make dkms-check    DKMS builds every module of dkms.conf in a scratch tree'
