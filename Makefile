@@ -22,10 +22,12 @@ KVER_612 := $(shell ls /lib/modules 2>/dev/null | \
 KVERS	?= $(strip $(KVER_61) $(KVER_612))
 
 # One kernel per build: KVER=<release> builds against its headers,
-# KDIR=<tree> against any configured tree (KVER is then its release);
+# KDIR=<tree> against any configured tree (KVER is then its release,
+# UTS_RELEASE: Debian's kernel.release says 6.1.192 for 6.1.0-56-amd64);
 # neither: the 6.1 kernel.
 ifneq ($(KDIR),)
-KVER	?= $(shell cat $(KDIR)/include/config/kernel.release 2>/dev/null)
+KVER	?= $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' \
+	     $(KDIR)/include/generated/utsrelease.h 2>/dev/null)
 else
 KVER	?= $(KVER_61)
 KDIR	:= /lib/modules/$(KVER)/build
@@ -51,7 +53,7 @@ CHECKPATCH	 = $(KSRC)/scripts/checkpatch.pl $(BUILD)/ksrc-6.12/scripts/checkpatc
 CHECKPATCH_FLAGS = --no-tree --strict --quiet --no-summary --show-types --terse \
 		   --ignore FILE_PATH_CHANGES,CAMELCASE -f
 
-.PHONY: all modules modules-all mod-tree clean setup setup-check checkpatch sparse unit \
+.PHONY: all modules modules-all mod-tree kver-check clean setup setup-check checkpatch sparse unit \
 	selftests check run help install dkms-install dkms-check vm-shell print-kver print-kvers
 
 all: modules
@@ -65,21 +67,33 @@ setup-check:
 	@$(SETUP) --check --quiet >/dev/null 2>&1 || $(SETUP)
 
 modules: setup-check mod-tree
-	@test -d $(KDIR) || { echo "no kernel tree $(KDIR) (KVER=$(KVER)): make setup"; exit 1; }
 	$(MAKE) -C $(KDIR) M=$(MODOUT) modules
 
-# build/modules/$(KVER): a symlink per source file (new ones added, stale
-# ones removed), so edits in the tree are what every kernel builds.
-mod-tree:
+# KVER and KDIR must name one kernel: a build filed under one release but
+# compiled against another's headers only shows at insmod (vermagic).
+kver-check:
+	@test -n "$(KVER)" || { echo "no kernel release: KDIR=$(KDIR) has no" \
+		"include/generated/utsrelease.h, or no 6.1 kernel is installed (make setup)"; exit 1; }
+	@test -d $(KDIR) || { echo "no kernel tree $(KDIR) (KVER=$(KVER)): make setup"; exit 1; }
+	@rel=$$(sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' \
+		$(KDIR)/include/generated/utsrelease.h 2>/dev/null); \
+	test -z "$$rel" -o "$$rel" = "$(KVER)" || { echo "KVER=$(KVER) but KDIR=$(KDIR)" \
+		"is $$rel: give one of them"; exit 1; }
+
+# build/modules/$(KVER): a relative symlink per source file (new ones
+# added, wrong or stale ones replaced or removed), so edits in this tree,
+# and only this tree, are what every kernel builds.
+mod-tree: kver-check
 	@mkdir -p $(MODOUT)
 	@cd $(TOP) && for f in $(MOD_SRCS); do \
-		[ -L $(MODOUT)/$$f ] || { mkdir -p $(MODOUT)/$$(dirname $$f) && \
-			ln -sfn $(TOP)/$$f $(MODOUT)/$$f; }; done
+		[ "$$(readlink -f $(MODOUT)/$$f)" = "$(TOP)/$$f" ] || \
+		{ mkdir -p $(MODOUT)/$$(dirname $$f) && ln -srfn $(TOP)/$$f $(MODOUT)/$$f; }; done
 	@find $(MODOUT) -xtype l -delete
 
 # The modules for every kernel of KVERS.
 modules-all: setup-check
-	@set -e; for k in $(KVERS); do $(MAKE) --no-print-directory KVER=$$k modules; done
+	@set -e; for k in $(KVERS); do \
+		$(MAKE) --no-print-directory KVER=$$k KDIR=/lib/modules/$$k/build modules; done
 
 clean:
 	-for d in $(BUILD)/modules/*/; do [ -d "$$d" ] && \

@@ -19,17 +19,20 @@
 #include <linux/mm.h>
 #include <linux/mmzone.h>
 #include <linux/migrate_mode.h>
+#include <linux/log2.h>
+
+#ifdef MEMHP_FEATURES_UNPROBED
+#error "scripts/memhp-features.sh could not probe this kernel's headers (see its message)"
+#endif
 
 /*
  * Buddy orders. 6.1: MAX_ORDER is the number of orders (11, exclusive).
  * 6.4 made MAX_ORDER inclusive and 6.8 renamed it MAX_PAGE_ORDER, adding
- * NR_PAGE_ORDERS for the count. MEMHP_NR_PAGE_ORDERS is the count on all.
+ * NR_PAGE_ORDERS for the count. MAX_ORDER_NR_PAGES, the pages of the
+ * largest buddy, means the same on all of them, so the count is derived
+ * from it (MAX_ORDER alone would be one short on 6.4-6.7).
  */
-#ifdef NR_PAGE_ORDERS
-#define MEMHP_NR_PAGE_ORDERS	NR_PAGE_ORDERS
-#else
-#define MEMHP_NR_PAGE_ORDERS	MAX_ORDER
-#endif
+#define MEMHP_NR_PAGE_ORDERS	(ilog2(MAX_ORDER_NR_PAGES) + 1)
 
 /*
  * struct device's bus pointer and the bus_*() helpers take a
@@ -44,12 +47,16 @@
  * (memory_hotplug.memmap_on_memory=1). 6.1: struct memory_block counts them
  * in nr_vmemmap_pages. 6.6 ("mm/memory_hotplug: embed vmem_altmap details
  * in memory block") replaced the count with the block's vmem_altmap, whose
- * free pages are the memmap's.
+ * free pages are the memmap's. 6.12's removal clears mem->altmap before
+ * the block device goes (remove_memory_blocks_and_altmaps()), so it is
+ * read once; it is freed only after the device's users are gone.
  */
 static inline unsigned long memhp_block_vmemmap_pages(struct memory_block *mem)
 {
 #ifdef MEMHP_MEMORY_BLOCK_ALTMAP
-	return mem->altmap ? mem->altmap->free : 0;
+	struct vmem_altmap *altmap = READ_ONCE(mem->altmap);
+
+	return altmap ? altmap->free : 0;
 #else
 	return mem->nr_vmemmap_pages;
 #endif
@@ -114,10 +121,12 @@ static inline bool memhp_migrate_mode_no_copy(enum migrate_mode mode)
 
 /*
  * A fault handler that returns VM_FAULT_RETRY drops the lock it was called
- * under. Per-VMA locks (6.4, for file-backed and driver mappings since
- * 6.7-6.8) let a fault run under its VMA's read lock (FAULT_FLAG_VMA_LOCK)
- * instead of mmap_lock; release_fault_lock() drops whichever is held
- * (calling mmap_read_unlock() there unlocks a lock nobody took). 6.1 has
+ * under. Per-VMA locks (6.4) let a fault run under its VMA's read lock
+ * (FAULT_FLAG_VMA_LOCK) instead of mmap_lock; release_fault_lock() drops
+ * whichever is held. On 6.12 a ->fault of a mapping without ->map_pages
+ * (migrate_test's) is still called under mmap_lock (vmf_can_call_fault()
+ * retries a VMA-locked fault first), so mmap_read_unlock() would do there
+ * today; the helper keeps the handler right if that changes. 6.1 has
  * mmap_lock only.
  */
 #ifdef MEMHP_HAVE_RELEASE_FAULT_LOCK
@@ -138,7 +147,7 @@ static inline bool memhp_migrate_mode_no_copy(enum migrate_mode mode)
  * MEM_GOING_OFFLINE (and subtracts them again at MEM_CANCEL_OFFLINE), as
  * virtio_mem does there.
  *
- * 6.10 ("mm/memory_hotplug: skip adjust_managed_page_count() for
+ * 6.11 ("mm/memory_hotplug: skip adjust_managed_page_count() for
  * PageOffline() pages when offlining", MEMHP_OFFLINE_SKIPS_FAKE_OFFLINE):
  * __offline_isolated_pages() returns the pages it really took, refcount-0
  * PageOffline ones excluded, and only those are subtracted. A driver that

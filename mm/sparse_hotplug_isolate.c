@@ -358,8 +358,10 @@ out:
  * one. So a signal to rmmod ends the wait too. The sections still DROPPED
  * are then left to their offline: if it succeeds they go with the block;
  * if it is cancelled after our notifier is gone, their pages stay
- * PageOffline with refcount 0 and counted as managed (no longer ours,
- * referring to nothing of the module) until the block goes offline.
+ * PageOffline with refcount 0 (no longer ours, referring to nothing of the
+ * module) until the block goes offline: counted as managed on 6.1 (the
+ * GOING_OFFLINE add-back), not counted where offlining skips them (6.11+),
+ * which is consistent with the later offline skipping them again.
  */
 void sparse_hp_release_all(void)
 {

@@ -62,15 +62,20 @@
  * managed pages. "release" gives them back. Offlining a block whose
  * sections are isolated works as virtio-mem's fake-offline: in
  * MEM_GOING_OFFLINE we drop our reference of each isolated page (PageOffline
- * with refcount 0 is skipped by the core) and add the pages back to the
- * managed count it is about to subtract; MEM_CANCEL_OFFLINE undoes that and
- * MEM_OFFLINE forgets the section (its memmap is reinitialized on online).
+ * with refcount 0 is skipped by the core) and, where the core subtracts
+ * skipped pages from the managed count too (6.1; not since 6.11, see
+ * memhp_going_offline_managed()), add them back first; MEM_CANCEL_OFFLINE
+ * undoes that and MEM_OFFLINE forgets the section (its memmap is
+ * reinitialized on online).
  *
  * Locking:
  * - sparse_hp_lock (mutex) protects sparse_hp_sections. The bus notifier
  *   runs with the device hotplug lock held (ADD also under mem_hotplug_lock;
- *   in 6.1 try_remove_memory() deletes the block devices before
- *   mem_hotplug_begin()); it takes sparse_hp_lock and
+ *   6.1's try_remove_memory() deletes the block devices before
+ *   mem_hotplug_begin(), 6.12's inside it, so DEL too runs under
+ *   mem_hotplug_lock there: no section attribute handler may take
+ *   get_online_mems() or anything that waits for it); it takes
+ *   sparse_hp_lock and
  *   adds or removes kobjects, so nothing holds sparse_hp_lock for longer than
  *   one section's work (the debugfs table drops it between sections).
  *   Removing a kobject waits for readers and writers of its attributes,
