@@ -189,6 +189,9 @@ if command -v bpftrace > /dev/null; then
 		echo $((HIDDEN + i * bs)) > $SHP/remove
 	done
 	kill -INT $bt
+	# Bounded: bpftrace still attaching ignores SIGINT (its first start
+	# on 6.12 under TCG took 77 s on a loaded host).
+	wait_for 120 eval '! kill -0 $bt 2>/dev/null' || kill -KILL $bt
 	wait $bt
 	bt=
 	sed 's/^/# /' "$tmp/bt" | head -40
