@@ -17,6 +17,7 @@ column as oldest | newest | newest/oldest), then each kernel's own summaries.
 
 import argparse
 import datetime
+import json
 import os
 import platform
 import re
@@ -258,7 +259,8 @@ def compare(name, kvers):
                 continue
             used.add(match)
             table, same = compare_table(head, rows, tb[match][2], la, lb)
-            title = f"{heading}" if heading else f"table {idx + 1}"
+            nth = sum(1 for h, _, _ in ta[:idx] if h == heading)
+            title = (heading or "table") + (f", table {nth + 1}" if nth else "")
             if table is None:
                 out.append(f"*{title}*: no numeric column differs between {la} and {lb}.\n")
                 continue
@@ -336,6 +338,21 @@ def main():
                 else:
                     say(f"{name} [{k}]: done in {took[(k, name)]:.0f}s")
 
+    meta = os.path.join(RESULTS, "run.json")
+    if args.report_only:
+        try:
+            with open(meta) as f:
+                m = json.load(f)
+            args.env = m["env"]
+            took = {(k, n): t for k, n, t in m["took"]}
+            failures = {(k, n): e for k, n, e in m["failures"]}
+        except (OSError, ValueError, KeyError):
+            pass
+    else:
+        os.makedirs(RESULTS, exist_ok=True)
+        with open(meta, "w") as f:
+            json.dump({"env": args.env, "took": [[k, n, t] for (k, n), t in took.items()],
+                       "failures": [[k, n, e] for (k, n), e in failures.items()]}, f)
     env_note = " ".join(f"{k}={v}" for k, v in args.env.items())
     report = ["# memhp-lab results\n",
               f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}",
@@ -345,7 +362,7 @@ def main():
               f"- host: {platform.node()}, {os.cpu_count()} CPUs, {platform.release()}, "
               f"load average at the end {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
               f"(shared with other guests: see Documentation/experiments/kernel-versions.rst)",
-              f"- repetitions: {'the experiments defaults' if not env_note else env_note}",
+              f"- repetitions: {env_note or 'the experiments defaults'}",
               f"- experiments: {len(exps)} x {len(kvers)} kernels, failed: {len(failures)}"
               + (f" ({', '.join(f'{n} on {series(k)}' for k, n in failures)})" if failures else "")]
     if took:
@@ -371,7 +388,10 @@ def main():
                 with open(summary) as f:
                     text = f.read()
                 # Headings one level down; figures linked relative to the summary.
-                text = re.sub(r"^(#+)", r"\1##", text, flags=re.M)
+                levels = [len(m) for m in re.findall(r"^(#+) ", text, flags=re.M)]
+                shift = "#" * (3 - min(levels, default=3))
+                if shift:
+                    text = re.sub(r"^(#+) ", lambda m: m.group(1) + shift + " ", text, flags=re.M)
                 text = text.replace("](", f"]({k}/{name}/").replace(f"]({k}/{name}/http", "](http")
                 report.append(text)
             else:
