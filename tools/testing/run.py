@@ -176,9 +176,12 @@ def md(head, rows):
 
 
 def min_max_pairs(head):
-    """(min column, max column) pairs of a header: 'min ms'/'max ms', 'min %'/'max %'."""
+    """(low, high) column pairs of a header: 'min ms'/'max ms', 'min %'/'max %',
+    'interval low'/'interval high'."""
     pairs = []
     for i, h in enumerate(head):
+        if h.lower().endswith(" low") and h[:-4] + " high" in head:
+            pairs.append((i, head.index(h[:-4] + " high")))
         if h.lower().startswith("min"):
             want = "max" + h[3:]
             for j, h2 in enumerate(head):
@@ -209,7 +212,8 @@ def compare_table(head, a_rows, b_rows, la, lb):
     for c in numeric:
         h += [f"{head[c]} {la}", f"{head[c]} {lb}", f"{lb}/{la}"]
     for i, j in pairs:
-        h.append(f"{head[i][3:].strip() or 'min-max'} ranges overlap")
+        h.append(f"{head[i][:-4]} overlap" if head[i].endswith(" low") else
+                 f"{head[i][3:].strip() or 'min-max'} ranges overlap")
     rows = []
     for k in keys:
         ra, rb = a.get(k), b.get(k)
