@@ -321,6 +321,7 @@ def main():
     t0 = time.monotonic()
     failures = {}
     took = {}
+    load = {}  # 1-minute load average at the start and the end of each run
     if not args.report_only:
         for k in kvers:
             say(f"building modules for {k}")
@@ -333,9 +334,10 @@ def main():
         for i, (name, path) in enumerate(exps, 1):
             for k in kvers:
                 say(f"experiment {i}/{len(exps)}: {name} on {k}")
-                ts = time.monotonic()
+                ts, la0 = time.monotonic(), os.getloadavg()[0]
                 err = run_one(name, path, k, args)
                 took[(k, name)] = time.monotonic() - ts
+                load[(k, name)] = (la0, os.getloadavg()[0])
                 if err:
                     failures[(k, name)] = err
                     say(f"{name} [{k}]: FAILED: {err}")
@@ -349,6 +351,7 @@ def main():
                 m = json.load(f)
             args.env = m["env"]
             took = {(k, n): t for k, n, t in m["took"]}
+            load = {(k, n): tuple(x) for k, n, x in m.get("load", [])}
             failures = {(k, n): e for k, n, e in m["failures"]}
         except (OSError, ValueError, KeyError):
             pass
@@ -356,6 +359,7 @@ def main():
         os.makedirs(RESULTS, exist_ok=True)
         with open(meta, "w") as f:
             json.dump({"env": args.env, "took": [[k, n, t] for (k, n), t in took.items()],
+                       "load": [[k, n, list(x)] for (k, n), x in load.items()],
                        "failures": [[k, n, e] for (k, n), e in failures.items()]}, f)
     env_note = " ".join(f"{k}={v}" for k, v in args.env.items())
     report = ["# memhp-lab results\n",
@@ -370,8 +374,10 @@ def main():
               f"- experiments: {len(exps)} x {len(kvers)} kernels, failed: {len(failures)}"
               + (f" ({', '.join(f'{n} on {series(k)}' for k, n in failures)})" if failures else "")]
     if took:
-        report.append("- time per run: " + ", ".join(
-            f"{n} {series(k)} {s:.0f}s" for (k, n), s in took.items()))
+        report.append("- time per run (host load average, 1 min, at its start and end): " +
+                      ", ".join(f"{n} {series(k)} {s:.0f}s" +
+                                (" ({:.1f}-{:.1f})".format(*load[(k, n)]) if (k, n) in load else "")
+                                for (k, n), s in took.items()))
     report.append("")
     if len(kvers) > 1:
         report.append(f"## {' vs '.join(series(k) for k in kvers)}: side by side\n")
