@@ -102,16 +102,13 @@ def run_one(name, path, kver, args):
 
 # --- the side-by-side comparison -------------------------------------------
 
-NUM = re.compile(r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)(e[-+]?\d+)?\s*(x|%)?\s*$", re.I)
+NUM = re.compile(r"^\s*([-+]?(\d+(\.\d*)?|\.\d+)(e[-+]?\d+)?)\s*(x|%)?\s*(\([^()]*\))?\s*$", re.I)
 
 
 def num(cell):
-    """The value of a numeric cell (12, 1.5, 0.93x, 97.5%), else None."""
-    c = cell.replace("*", "").strip()
-    m = NUM.match(c)
-    if not m:
-        return None
-    return float(c.rstrip("x%X "))
+    """The value of a numeric cell (12, 1.5, 0.93x, 97.5%, 13.0 (1.00x)), else None."""
+    m = NUM.match(cell.replace("*", ""))
+    return float(m.group(1)) if m else None
 
 
 def md_tables(text):
