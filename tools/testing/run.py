@@ -152,7 +152,7 @@ def key_len(tables_rows, ncols):
 def fmt(v):
     if v is None:
         return "-"
-    if v == int(v) and abs(v) >= 100:
+    if v == int(v):
         return f"{int(v)}"
     return f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}" if abs(v) >= 0.1 else f"{v:.3g}"
 
