@@ -136,7 +136,8 @@ selftests: setup-check modules
 check: setup-check
 	@$(PY) $(TOP)/tools/testing/check.py $(CHECK_ARGS)
 
-# The experiments on the default topology; writes results/report.md.
+# The experiments on every kernel of KVERS (RUN_ARGS=--kernels 6.1 for one),
+# side by side with the ratios; writes results/report.md.
 run: setup-check
 	@$(PY) $(TOP)/tools/testing/run.py $(RUN_ARGS)
 
@@ -187,8 +188,8 @@ help:
 	@echo '  make check      unit tests, build, checkpatch, sparse, selftests in QEMU guests'
 	@echo '                  on each kernel; ends with a KTAP "# Totals:" line'
 	@echo '                  (CHECK_ARGS="--help"; CHECK_ARGS="--kernels 6.12" for one kernel)'
-	@echo '  make run        experiments in a guest, summary table and results/report.md'
-	@echo '                  (RUN_ARGS="--help" for options)'
+	@echo '  make run        experiments in guests on both kernels, side by side with ratios,'
+	@echo '                  results/report.md (RUN_ARGS="--kernels 6.1" for one; "--help")'
 	@echo '  make unit       user-space unit tests of the portable cores only'
 	@echo '  make soak       hotplug churn soak in a guest (SOAK_OPS=1000, SOAK_SEED=)'
 	@echo '  make check-debug  selftests on a KASAN/lockdep/kmemleak kernel (builds it once)'

@@ -1,18 +1,26 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""make run: build, boot, run every experiment, print and save the report.
+"""make run: build, boot, run every experiment on every kernel, compare them.
 
 Each experiment is a directory tools/testing/experiments/<NN-name>/ with:
   vm-args  (optional) memhp-vm options for its guest, one line
   guest    (optional) run as root in the guest; MEMHP_TOP and MEMHP_OUT set
   host     (optional) run on the host afterwards; writes MEMHP_OUT/summary.md
-Results go to results/<NN-name>/; results/report.md collects the summaries.
+           (MEMHP_KVER: the guest's kernel release)
+Every experiment runs on every kernel of `make print-kvers` (Debian's 6.1 and
+6.12; --kernels picks), the kernels one after the other for each experiment,
+so both see the same host load. Results go to results/<release>/<NN-name>/;
+results/report.md starts with the kernels side by side (every markdown table
+of both summaries, rows joined by their leading label cells, each numeric
+column as oldest | newest | newest/oldest), then each kernel's own summaries.
 """
 
 import argparse
 import datetime
+import json
 import os
 import platform
+import re
 import shlex
 import subprocess
 import sys
@@ -36,6 +44,18 @@ def experiments():
             yield name, path
 
 
+def kernels():
+    """The kernel releases the suite targets (make print-kvers)."""
+    return subprocess.run(["make", "-s", "--no-print-directory", "print-kvers"], cwd=TOP,
+                          capture_output=True, text=True).stdout.split()
+
+
+def series(kver):
+    """6.1.0-56-amd64 -> 6.1, 6.12.117+deb12-amd64 -> 6.12."""
+    m = re.match(r"^(\d+\.\d+)", kver)
+    return m.group(1) if m else kver
+
+
 def stream(cmd, env, prefix):
     proc = subprocess.Popen(cmd, cwd=TOP, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -45,11 +65,15 @@ def stream(cmd, env, prefix):
     return proc.wait()
 
 
-def run_one(name, path, args):
-    out = os.path.join(RESULTS, name)
+def run_one(name, path, kver, args):
+    out = os.path.join(RESULTS, kver, name)
     os.makedirs(out, exist_ok=True)
-    env = dict(os.environ, MEMHP_TOP=TOP, MEMHP_OUT=out)
+    if os.path.exists(os.path.join(out, "summary.md")):
+        os.remove(os.path.join(out, "summary.md"))
+    env = dict(os.environ, MEMHP_TOP=TOP, MEMHP_OUT=out, MEMHP_KVER=kver)
+    env.update(args.env)
     env["PATH"] = os.path.join(TOP, ".venv", "bin") + os.pathsep + env.get("PATH", "")
+    tag = series(kver)
     guest = os.path.join(path, "guest")
     if os.path.exists(guest):
         vm_args = []
@@ -58,21 +82,197 @@ def run_one(name, path, args):
                 vm_args = shlex.split(f.read())
         except OSError:
             pass
-        say(f"{name}: guest {' '.join(vm_args)}")
-        cmd = [MEMHP_VM, "--timeout", str(args.guest_timeout)] + vm_args + \
-              ["--", f"MEMHP_OUT={shlex.quote(out)} {shlex.quote(guest)}"]
-        rc = stream(cmd, env, "guest")
+        say(f"{name} [{kver}]: guest {' '.join(vm_args)}")
+        assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in args.env.items())
+        cmd = [MEMHP_VM, "--timeout", str(args.guest_timeout), "--kernel", kver] + vm_args + \
+              ["--", f"{assigns} MEMHP_OUT={shlex.quote(out)} {shlex.quote(guest)}".strip()]
+        rc = stream(cmd, env, f"{tag:>4} guest")
         if rc:
             return f"guest part failed (memhp-vm exit {rc})"
     host = os.path.join(path, "host")
     if os.path.exists(host):
-        say(f"{name}: host part")
-        rc = stream([host], env, "host ")
+        say(f"{name} [{kver}]: host part")
+        rc = stream([host], env, f"{tag:>4} host ")
         if rc:
             return f"host part failed (exit {rc})"
     if not os.path.exists(os.path.join(out, "summary.md")):
         return "no summary.md written"
     return None
+
+
+# --- the side-by-side comparison -------------------------------------------
+
+NUM = re.compile(r"^\s*([-+]?(\d+(\.\d*)?|\.\d+)(e[-+]?\d+)?)\s*(x|%)?\s*(\([^()]*\))?\s*$", re.I)
+
+
+def num(cell):
+    """The value of a numeric cell (12, 1.5, 0.93x, 97.5%, 13.0 (1.00x)), else None."""
+    m = NUM.match(cell.replace("*", ""))
+    return float(m.group(1)) if m else None
+
+
+def md_tables(text):
+    """The markdown tables of a summary: [(heading, header cells, rows)]."""
+    tables, heading, lines = [], "", text.splitlines()
+    i = 0
+    while i < len(lines):
+        ln = lines[i]
+        if ln.startswith("#"):
+            heading = ln.lstrip("#").strip()
+        if (ln.startswith("|") and i + 1 < len(lines) and
+                re.match(r"^\|[\s:|-]+\|\s*$", lines[i + 1]) and "-" in lines[i + 1]):
+            head = [c.strip() for c in ln.strip().strip("|").split("|")]
+            rows = []
+            i += 2
+            while i < len(lines) and lines[i].startswith("|"):
+                rows.append([c.strip() for c in lines[i].strip().strip("|").split("|")])
+                i += 1
+            tables.append((heading, head, rows))
+            continue
+        i += 1
+    return tables
+
+
+def key_len(tables_rows, ncols):
+    """How many leading cells name a row: every leading non-numeric cell, at
+    least one, and more (numeric ones too: a block, a span) until the rows of
+    each kernel's table are unique."""
+    n = 1
+    for rows in tables_rows:
+        for r in rows:
+            k = 0
+            while k < len(r) and num(r[k]) is None:
+                k += 1
+            n = max(n, k)
+    while n < ncols and any(len({tuple(r[:n]) for r in rows}) < len(rows) for rows in tables_rows):
+        n += 1
+    return n
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    if v == int(v):
+        return f"{int(v)}"
+    return f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}" if abs(v) >= 0.1 else f"{v:.3g}"
+
+
+def ratio(a, b):
+    if a is None or b is None:
+        return "-"
+    if a == 0:
+        return "=" if b == 0 else "-"
+    return f"{b / a:.2f}"
+
+
+def md(head, rows):
+    out = ["| " + " | ".join(head) + " |",
+           "|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out) + "\n"
+
+
+def min_max_pairs(head):
+    """(low, high) column pairs of a header: 'min ms'/'max ms', 'min %'/'max %',
+    'interval low'/'interval high'."""
+    pairs = []
+    for i, h in enumerate(head):
+        if h.lower().endswith(" low") and h[:-4] + " high" in head:
+            pairs.append((i, head.index(h[:-4] + " high")))
+        if h.lower().startswith("min"):
+            want = "max" + h[3:]
+            for j, h2 in enumerate(head):
+                if h2.lower() == want.lower():
+                    pairs.append((i, j))
+    return pairs
+
+
+def compare_table(head, a_rows, b_rows, la, lb):
+    """One table of two kernels side by side; None if nothing numeric."""
+    nk = key_len([a_rows, b_rows], len(head))
+    a = {tuple(r[:nk]): r for r in a_rows}
+    b = {tuple(r[:nk]): r for r in b_rows}
+    keys = list(dict.fromkeys([tuple(r[:nk]) for r in a_rows] + [tuple(r[:nk]) for r in b_rows]))
+    numeric, same = [], []
+    for c in range(nk, len(head)):
+        va = [num(r[c]) if c < len(r) else None for r in a_rows]
+        vb = [num(r[c]) if c < len(r) else None for r in b_rows]
+        if not any(v is not None for v in va + vb):
+            continue
+        eq = all((a.get(k) or [None] * len(head))[c:c + 1] == (b.get(k) or [None] * len(head))[c:c + 1]
+                 for k in keys)
+        (same if eq else numeric).append(c)
+    if not numeric:
+        return None, same
+    pairs = [(i, j) for i, j in min_max_pairs(head) if i in numeric or j in numeric]
+    h = head[:nk]
+    for c in numeric:
+        h += [f"{head[c]} {la}", f"{head[c]} {lb}", f"{lb}/{la}"]
+    for i, j in pairs:
+        h.append(f"{head[i][:-4]} overlap" if head[i].endswith(" low") else
+                 f"{head[i][3:].strip() or 'min-max'} ranges overlap")
+    rows = []
+    for k in keys:
+        ra, rb = a.get(k), b.get(k)
+        row = list(k)
+        for c in numeric:
+            x = num(ra[c]) if ra and c < len(ra) else None
+            y = num(rb[c]) if rb and c < len(rb) else None
+            row += [fmt(x) if ra else "(absent)", fmt(y) if rb else "(absent)", ratio(x, y)]
+        for i, j in pairs:
+            try:
+                lo_a, hi_a, lo_b, hi_b = num(ra[i]), num(ra[j]), num(rb[i]), num(rb[j])
+                row.append("yes" if lo_a <= hi_b and lo_b <= hi_a else
+                           ("**no**: " + (lb if hi_b < lo_a else la) + " lower"))
+            except (TypeError, IndexError):
+                row.append("-")
+        rows.append(row)
+    return md(h, rows), [head[c] for c in same]
+
+
+def compare(name, kvers):
+    """The comparison section of one experiment, oldest kernel vs each newer."""
+    texts = {}
+    for k in kvers:
+        try:
+            with open(os.path.join(RESULTS, k, name, "summary.md")) as f:
+                texts[k] = f.read()
+        except OSError:
+            pass
+    out = [f"### {name}\n"]
+    if len(texts) < 2:
+        have = ", ".join(texts) or "none"
+        out.append(f"No comparison: summaries from {have}.\n")
+        return "\n".join(out)
+    base = kvers[0]
+    for other in kvers[1:]:
+        if base not in texts or other not in texts:
+            continue
+        la, lb = series(base), series(other)
+        ta, tb = md_tables(texts[base]), md_tables(texts[other])
+        # Tables are matched by heading and header row, in order.
+        used = set()
+        for idx, (heading, head, rows) in enumerate(ta):
+            match = next((j for j, (h2, hd2, _) in enumerate(tb)
+                          if j not in used and h2 == heading and hd2 == head), None)
+            if match is None:
+                out.append(f"Table {idx + 1} ({heading}): only on {la}.\n")
+                continue
+            used.add(match)
+            table, same = compare_table(head, rows, tb[match][2], la, lb)
+            nth = sum(1 for h, _, _ in ta[:idx] if h == heading)
+            title = (heading or "table") + (f", table {nth + 1}" if nth else "")
+            if table is None:
+                out.append(f"*{title}*: no numeric column differs between {la} and {lb}.\n")
+                continue
+            out.append(f"*{title}* ({lb}/{la}: ratio of the {lb} figure to the {la} one)\n")
+            out.append(table)
+            if same:
+                out.append(f"Equal on both kernels: {', '.join(same)}.\n")
+        for j, (heading, head, rows) in enumerate(tb):
+            if j not in used:
+                out.append(f"Table ({heading}): only on {lb}.\n")
+    return "\n".join(out)
 
 
 def main():
@@ -81,8 +281,20 @@ def main():
                                 epilog=__doc__.split("\n\n", 1)[1])
     p.add_argument("--only", default="", help="comma-separated experiments (names or NN prefixes)")
     p.add_argument("--list", action="store_true", help="list the experiments")
+    p.add_argument("--kernels", default="",
+                   help="comma-separated releases or series (6.1, 6.12); default: both "
+                   "(make print-kvers); the first is the base of the ratios")
+    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                   help="set in every guest and host part (repeatable), e.g. CYCLES=2, "
+                   "ROUNDS=6, REPS=3, SEEDS=5: fewer repetitions")
+    p.add_argument("--report-only", action="store_true",
+                   help="no runs: rebuild results/report.md from the results there")
     p.add_argument("--guest-timeout", type=int, default=3600)
     args = p.parse_args()
+    try:
+        args.env = dict(e.split("=", 1) for e in args.env)
+    except ValueError:
+        p.error("--env takes NAME=VALUE")
 
     exps = list(experiments())
     if args.list:
@@ -94,40 +306,103 @@ def main():
         exps = [(n, pth) for n, pth in exps if any(n == w or n.startswith(w) for w in wanted)]
         if not exps:
             p.error("no such experiment (see --list)")
-
-    say("building modules and selftest helpers")
-    if subprocess.run(["make", "-s", "--no-print-directory", "selftests"], cwd=TOP).returncode:
-        sys.exit("make run: build failed")
+    kvers = kernels()
+    if args.kernels:
+        want = [k for k in args.kernels.split(",") if k]
+        kvers = [k for w in want for k in kvers
+                 if k == w or k.startswith(w + ".") or k.startswith(w + "-")]
+        kvers = list(dict.fromkeys(kvers))
+        if not kvers:
+            p.error(f"--kernels {args.kernels}: none of {' '.join(kernels())}")
 
     t0 = time.monotonic()
     failures = {}
-    for i, (name, path) in enumerate(exps, 1):
-        say(f"experiment {i}/{len(exps)}: {name}")
-        ts = time.monotonic()
-        err = run_one(name, path, args)
-        if err:
-            failures[name] = err
-            say(f"{name}: FAILED: {err}")
-        else:
-            say(f"{name}: done in {time.monotonic() - ts:.0f}s")
+    took = {}
+    load = {}  # 1-minute load average at the start and the end of each run
+    if not args.report_only:
+        for k in kvers:
+            say(f"building modules for {k}")
+            if subprocess.run(["make", "-s", "--no-print-directory", f"KVER={k}", "modules"],
+                              cwd=TOP).returncode:
+                sys.exit(f"make run: module build for {k} failed")
+        say("building selftest helpers")
+        if subprocess.run(["make", "-s", "--no-print-directory", "selftests"], cwd=TOP).returncode:
+            sys.exit("make run: build failed")
+        for i, (name, path) in enumerate(exps, 1):
+            for k in kvers:
+                say(f"experiment {i}/{len(exps)}: {name} on {k}")
+                ts, la0 = time.monotonic(), os.getloadavg()[0]
+                err = run_one(name, path, k, args)
+                took[(k, name)] = time.monotonic() - ts
+                load[(k, name)] = (la0, os.getloadavg()[0])
+                if err:
+                    failures[(k, name)] = err
+                    say(f"{name} [{k}]: FAILED: {err}")
+                else:
+                    say(f"{name} [{k}]: done in {took[(k, name)]:.0f}s")
 
-    kver = subprocess.run(["make", "-s", "--no-print-directory", "-f", os.path.join(TOP, "Makefile"),
-                           "print-kver"], cwd=TOP, capture_output=True, text=True).stdout.strip()
-    report = [f"# memhp-lab results\n",
+    meta = os.path.join(RESULTS, "run.json")
+    if args.report_only:
+        try:
+            with open(meta) as f:
+                m = json.load(f)
+            args.env = m["env"]
+            took = {(k, n): t for k, n, t in m["took"]}
+            load = {(k, n): tuple(x) for k, n, x in m.get("load", [])}
+            failures = {(k, n): e for k, n, e in m["failures"]}
+        except (OSError, ValueError, KeyError):
+            pass
+    else:
+        os.makedirs(RESULTS, exist_ok=True)
+        with open(meta, "w") as f:
+            json.dump({"env": args.env, "took": [[k, n, t] for (k, n), t in took.items()],
+                       "load": [[k, n, list(x)] for (k, n), x in load.items()],
+                       "failures": [[k, n, e] for (k, n), e in failures.items()]}, f)
+    env_note = " ".join(f"{k}={v}" for k, v in args.env.items())
+    report = ["# memhp-lab results\n",
               f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}",
-              f"- guest kernel: {kver or 'Debian 6.1'} under QEMU (see each experiment's accel)",
-              f"- host: {platform.node()}, {os.cpu_count()} CPUs, {platform.release()}",
-              f"- experiments: {len(exps)}, failed: {len(failures)}\n"]
-    for name, _ in exps:
-        summary = os.path.join(RESULTS, name, "summary.md")
-        if name in failures:
-            report.append(f"## {name}\n\nFAILED: {failures[name]}\n")
-        elif os.path.exists(summary):
-            with open(summary) as f:
-                text = f.read()
-            # Figures are linked relative to the experiment's directory.
-            text = text.replace("](", f"]({name}/").replace(f"]({name}/http", "](http")
-            report.append(text)
+              f"- guest kernels: {', '.join(kvers)} under QEMU (see each experiment's accel); "
+              f"ratios are {' and '.join(series(k) for k in kvers[1:])} over {series(kvers[0])}, "
+              f"from runs in this `make run`, kernels alternating per experiment",
+              f"- host: {platform.node()}, {os.cpu_count()} CPUs, {platform.release()}, "
+              f"load average at the end {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
+              f"(shared with other guests: see Documentation/experiments/kernel-versions.rst)",
+              f"- repetitions: {env_note or 'the experiments defaults'}",
+              f"- experiments: {len(exps)} x {len(kvers)} kernels, failed: {len(failures)}"
+              + (f" ({', '.join(f'{n} on {series(k)}' for k, n in failures)})" if failures else "")]
+    if took:
+        report.append("- time per run (host load average, 1 min, at its start and end): " +
+                      ", ".join(f"{n} {series(k)} {s:.0f}s" +
+                                (" ({:.1f}-{:.1f})".format(*load[(k, n)]) if (k, n) in load else "")
+                                for (k, n), s in took.items()))
+    report.append("")
+    if len(kvers) > 1:
+        report.append(f"## {' vs '.join(series(k) for k in kvers)}: side by side\n")
+        report.append("Every table of both summaries; rows joined by their label cells; for each "
+                      "numeric column that differs, both figures and the ratio. Where a table "
+                      "has min and max columns, *ranges overlap* says whether the two kernels' "
+                      "min-max ranges overlap (no: the difference exceeds the spread seen in "
+                      "this run).\n")
+        for name, _ in exps:
+            report.append(compare(name, kvers))
+    for k in kvers:
+        report.append(f"## {k}: details\n")
+        for name, _ in exps:
+            summary = os.path.join(RESULTS, k, name, "summary.md")
+            if (k, name) in failures:
+                report.append(f"### {name}\n\nFAILED: {failures[(k, name)]}\n")
+            elif os.path.exists(summary):
+                with open(summary) as f:
+                    text = f.read()
+                # Headings one level down; figures linked relative to the summary.
+                levels = [len(m) for m in re.findall(r"^(#+) ", text, flags=re.M)]
+                shift = "#" * (3 - min(levels, default=3))
+                if shift:
+                    text = re.sub(r"^(#+) ", lambda m: m.group(1) + shift + " ", text, flags=re.M)
+                text = text.replace("](", f"]({k}/{name}/").replace(f"]({k}/{name}/http", "](http")
+                report.append(text)
+            else:
+                report.append(f"### {name}\n\nno results for {k}\n")
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, "report.md"), "w") as f:
         f.write("\n".join(report) + "\n")
@@ -136,7 +411,7 @@ def main():
     print("\n".join(report))
     say(f"report: results/report.md ({time.monotonic() - t0:.0f}s)")
     if failures:
-        say(f"failed: {', '.join(failures)}")
+        say("failed: " + ", ".join(f"{n} on {k}" for k, n in failures))
         sys.exit(1)
 
 
