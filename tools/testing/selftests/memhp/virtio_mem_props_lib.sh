@@ -21,7 +21,9 @@
 # the unplug (QEMU discards unplugged blocks). With dynamic-memslots=on,
 # QEMU maps a memslot of vm2 only while it holds plugged memory (info
 # mtree): some while 1.5 GiB is plugged, none at 0, and every range the
-# guest has online lies in a mapped memslot.
+# guest has online lies in a mapped memslot. Last, the instrument is
+# checked: a read of unplugged memory of vm0, with no driver bound, through
+# /dev/mem, must show up in its /dev/shm file.
 
 MIB=$((1 << 20))
 VIRTIO_MEM_F_UNPLUGGED_INACCESSIBLE=1
@@ -266,13 +268,39 @@ shim_bind_shrink_unload()
 	ktap_test_result "shim: bind -> shrink -> unload: MemTotal +256, +128, +0 MiB" [ $ok = 1 ]
 }
 
+# The instrument itself: with no driver bound to vm0 any more, a read of
+# 2 MiB of its unplugged memory (the region's end, through /dev/mem) must
+# show up as 2 MiB more in its /dev/shm file. (Last, as that memory stays
+# allocated: nothing unplugs it.)
+instrument_check()
+{
+	local addr size before after r
+
+	DEV=$(virtio_of vm0)
+	[ -e "$DEV/driver" ] && echo "$(basename "$DEV")" > "$DEV/driver/unbind"
+	addr=$(qmp_memdev_field vm0 memaddr)
+	size=$(qmp_memdev_field vm0 max-size)
+	before=$(backend_allocated vmem0)
+	r=$(timeout 60 python3 -c '
+import mmap, os, sys
+fd = os.open("/dev/mem", os.O_RDONLY | os.O_SYNC)
+m = mmap.mmap(fd, 2 << 20, mmap.MAP_SHARED, mmap.PROT_READ, offset=int(sys.argv[1]))
+print(sum(m[i] for i in range(0, 2 << 20, 4096)))
+' $((addr + size - (2 << 20))) 2>&1 | tail -n1)
+	after=$(backend_allocated vmem0)
+	ktap_print_msg "vm0 unbound ($(driver_of "$DEV" || true)); read of its last 2 MiB: '$r';" \
+		"backend allocated $before -> $after bytes"
+	ktap_test_result "the probe sees a read of unplugged memory: +2 MiB in the backend" \
+		eval '[ -n "$before" ] && [ $((after - before)) -eq $((2 << 20)) ]'
+}
+
 # props_run DRIVER: the whole test with DRIVER bound to every device.
 props_run()
 {
 	DRIVER=$1
 	memhp_require_guest
 	ktap_print_header
-	ktap_set_plan $([ "$DRIVER" = virtio_mem_shim ] && echo 13 || echo 12)
+	ktap_set_plan $([ "$DRIVER" = virtio_mem_shim ] && echo 14 || echo 13)
 	trap props_cleanup EXIT
 
 	set_auto_online online_movable
@@ -304,5 +332,6 @@ props_run()
 	device_case vm2 1536 on 1 1
 
 	[ "$DRIVER" = virtio_mem_shim ] && shim_bind_shrink_unload
+	instrument_check
 	ktap_finished
 }
