@@ -17,7 +17,7 @@
 # unplugged memory: the /dev/shm file of a shm device gets a page for
 # every page the guest touches, a read too (memhp-qmp
 # x-memhp-backend-usage), and it must never hold more than the plugged
-# size, also after a workload filled the plugged memory, and nothing after
+# size, also after a workload filled half the plugged memory, and nothing after
 # the unplug (QEMU discards unplugged blocks). With dynamic-memslots=on,
 # QEMU maps a memslot of vm2 only while it holds plugged memory (info
 # mtree): some while 1.5 GiB is plugged, none at 0, and every range the
@@ -210,11 +210,11 @@ device_case()
 
 	# touch the plugged memory, then measure what the host had to back
 	if [ "$shm" = 1 ]; then
-		hog_start $((mib * 3 / 4))
+		hog_start $((mib / 2))
 		a1=$(backend_allocated "vmem${id#vm}")
 		hog_stop
 		ktap_print_msg "$id: backend allocated $((a0 / MIB)) MiB before, $((a1 / MIB)) MiB with a" \
-			"$((mib * 3 / 4)) MiB workload ($a1 bytes; plugged $((mib * MIB)))"
+			"$((mib / 2)) MiB workload ($a1 bytes; plugged $((mib * MIB)))"
 		ktap_test_result "$id: unplugged memory never touched: backend allocation within the plugged $mib MiB" \
 			eval '[ "$a0" = 0 ] && [ "$a1" -gt 0 ] && [ "$a1" -le $((mib * MIB)) ]'
 	fi
@@ -268,6 +268,32 @@ shim_bind_shrink_unload()
 	ktap_test_result "shim: bind -> shrink -> unload: MemTotal +256, +128, +0 MiB" [ $ok = 1 ]
 }
 
+# Upstream virtio_mem only, and only where the kernel knows the feature
+# (6.12's uapi virtio_mem.h defines VIRTIO_MEM_F_PERSISTENT_SUSPEND, 6.1's
+# does not: SKIP there, with that reason): QEMU 10 offers it, so the driver
+# negotiates it on every device.
+persistent_suspend_case()
+{
+	local hdr bit id ok=1 name="virtio_mem negotiates VIRTIO_MEM_F_PERSISTENT_SUSPEND on vm0, vm1, vm2"
+
+	hdr=/lib/modules/$(uname -r)/source/include/uapi/linux/virtio_mem.h
+	if [ ! -r "$hdr" ]; then
+		ktap_test_skip "$name" "no uapi virtio_mem.h for $(uname -r) to tell whether it has the feature"
+		return
+	fi
+	bit=$(awk '$1 == "#define" && $2 == "VIRTIO_MEM_F_PERSISTENT_SUSPEND" { print $3 }' "$hdr")
+	if [ -z "$bit" ]; then
+		ktap_test_skip "$name" "$(uname -r)'s virtio_mem.h has no VIRTIO_MEM_F_PERSISTENT_SUSPEND"
+		return
+	fi
+	for id in vm0 vm1 vm2; do
+		[ "$(feature_bit "$(virtio_of $id)" "$bit")" = 1 ] || ok=0
+	done
+	ktap_print_msg "VIRTIO_MEM_F_PERSISTENT_SUSPEND is bit $bit; features vm0 $(cut -c1-8 "$(virtio_of vm0)/features")," \
+		"vm1 $(cut -c1-8 "$(virtio_of vm1)/features"), vm2 $(cut -c1-8 "$(virtio_of vm2)/features")"
+	ktap_test_result "$name" [ $ok = 1 ]
+}
+
 # The instrument itself: with no driver bound to vm0 any more, a read of
 # 2 MiB of its unplugged memory (the region's end, through /dev/mem) must
 # show up as 2 MiB more in its /dev/shm file. (Last, as that memory stays
@@ -300,7 +326,7 @@ props_run()
 	DRIVER=$1
 	memhp_require_guest
 	ktap_print_header
-	ktap_set_plan $([ "$DRIVER" = virtio_mem_shim ] && echo 14 || echo 13)
+	ktap_set_plan 14
 	trap props_cleanup EXIT
 
 	set_auto_online online_movable
@@ -331,7 +357,11 @@ props_run()
 	device_case vm1 512 off 0 0
 	device_case vm2 1536 on 1 1
 
-	[ "$DRIVER" = virtio_mem_shim ] && shim_bind_shrink_unload
+	if [ "$DRIVER" = virtio_mem_shim ]; then
+		shim_bind_shrink_unload
+	else
+		persistent_suspend_case
+	fi
 	instrument_check
 	ktap_finished
 }
