@@ -152,8 +152,9 @@ soak: setup-check modules selftests
 
 # The selftests on a debug kernel (KASAN, lockdep, DEBUG_VM, DEBUG_PAGEALLOC,
 # PAGE_OWNER, kmemleak) built from linux-source-6.1 into build/debug-kernel/
-# (about 30 min the first time), then a kmemleak scan.
-# CHECK_DEBUG_ARGS="--help" for options.
+# (about 30 min the first time), then a kmemleak scan; CHECK_DEBUG_ARGS=
+# "--series 6.12" builds from linux-source-6.12 into build/debug-kernel-6.12/
+# instead (over an hour). CHECK_DEBUG_ARGS="--help" for options.
 check-debug: setup-check
 	@$(TOP)/tools/testing/debug/check-debug.sh $(CHECK_DEBUG_ARGS)
 

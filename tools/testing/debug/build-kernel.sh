@@ -2,26 +2,47 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Builds the memhp-lab debug kernel (KASAN, lockdep, DEBUG_VM,
-# DEBUG_PAGEALLOC, PAGE_OWNER, kmemleak) from Debian's linux-source-6.1
-# into build/debug-kernel/linux-source-6.1 and prints the bzImage path on
-# its last line. An existing build made from the same config fragment is
-# reused (make only rebuilds what changed, usually nothing).
+# DEBUG_PAGEALLOC, PAGE_OWNER, kmemleak) from one of Debian's kernel
+# sources and prints the bzImage path on its last line:
+#
+#   --series 6.1   linux-source-6.1 into build/debug-kernel/ (the default)
+#   --series 6.12  linux-source-6.12 into build/debug-kernel-6.12/
+#
+# (/usr/src/linux-source-SERIES.tar.xz, which `make setup` installs.) An
+# existing build made from the same config fragment is reused (make only
+# rebuilds what changed, usually nothing).
 #
 # Config: x86_64 defconfig, then virtme-ng's minimal guest options, then
 # tools/testing/debug/memhp-debug.config (which wins), then olddefconfig.
 # Every fragment line is checked to have landed in .config.
 #
 # The build runs with `nice -n 19` and JOBS (default: nproc) jobs, so it
-# only takes idle CPU. About 30 min on 2 idle cores.
+# only takes idle CPU. About 30 min on 2 idle cores for 6.1; 6.12 is
+# bigger (over an hour).
 #
-# usage: build-kernel.sh [--config-only]
+# usage: build-kernel.sh [--series 6.1|6.12] [--config-only]
+# (--config-only: extract and configure, print the .config path, no build)
 
 set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
-DEBUG="$TOP/build/debug-kernel"
-SRC_TAR=${SRC_TAR:-/usr/src/linux-source-6.1.tar.xz}
-KTREE="$DEBUG/linux-source-6.1"
+series=6.1
+config_only=0
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--series) series=${2:-}; shift ;;
+	--config-only) config_only=1 ;;
+	*) echo "build-kernel: unknown argument '$1' (--series 6.1|6.12, --config-only)" >&2; exit 2 ;;
+	esac
+	shift
+done
+case "$series" in
+6.1) DEBUG="$TOP/build/debug-kernel" ;;
+6.12) DEBUG="$TOP/build/debug-kernel-6.12" ;;
+*) echo "build-kernel: --series '$series': 6.1 or 6.12" >&2; exit 2 ;;
+esac
+SRC_TAR=${SRC_TAR:-/usr/src/linux-source-$series.tar.xz}
+KTREE="$DEBUG/linux-source-$series"
 FRAGMENT="$TOP/tools/testing/debug/memhp-debug.config"
 JOBS=${JOBS:-$(nproc)}
 CONFIGURE="$TOP/.venv/bin/virtme-configkernel"
@@ -30,9 +51,10 @@ say() { echo "build-kernel: $*" >&2; }
 
 mkdir -p "$DEBUG"
 if [ ! -f "$KTREE/Makefile" ]; then
-	[ -r "$SRC_TAR" ] || { say "$SRC_TAR missing (apt install linux-source-6.1)"; exit 1; }
+	[ -r "$SRC_TAR" ] || { say "$SRC_TAR missing (apt install linux-source-$series)"; exit 1; }
 	say "extracting $SRC_TAR"
 	tar -C "$DEBUG" -xJf "$SRC_TAR"
+	[ -f "$KTREE/Makefile" ] || { say "$SRC_TAR has no linux-source-$series/"; exit 1; }
 fi
 
 # (Re)configure when the fragment changed since the last configuration.
@@ -59,7 +81,7 @@ if [ ! -f "$KTREE/.config" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
 	echo "$want" > "$stamp"
 fi
 
-[ "${1:-}" = --config-only ] && { echo "$KTREE/.config"; exit 0; }
+[ "$config_only" = 1 ] && { echo "$KTREE/.config"; exit 0; }
 
 say "building with $JOBS jobs at nice 19 (log: $DEBUG/build.log)"
 if ! nice -n 19 make -C "$KTREE" -j"$JOBS" all >"$DEBUG/build.log" 2>&1; then

@@ -4,9 +4,11 @@
 # make check-debug: the selftest suite on a debug kernel (KASAN, lockdep,
 # DEBUG_VM, DEBUG_PAGEALLOC, PAGE_OWNER, kmemleak), then a kmemleak scan.
 #
-#   1. tools/testing/debug/build-kernel.sh builds (or reuses) the kernel in
-#      build/debug-kernel/linux-source-6.1 (about 30 min on 2 idle cores).
-#   2. The repository is copied to build/debug-kernel/tree (sources only),
+#   1. tools/testing/debug/build-kernel.sh builds (or reuses) the kernel:
+#      by default from linux-source-6.1 in build/debug-kernel/ (about 30
+#      min on 2 idle cores); with --series 6.12 from linux-source-6.12 in
+#      build/debug-kernel-6.12/ (over an hour).
+#   2. The repository is copied to DEBUG/tree (sources only),
 #      so that modules built against the debug kernel never replace the
 #      ones in the working tree; modules and selftests are built there
 #      with KDIR= the debug kernel.
@@ -18,38 +20,54 @@
 #      kmemleak for two scans: any unreferenced object fails the run.
 #   5. The end repeats the figures the tests reported (inputs tried,
 #      cycles, operations, bytes verified), the totals and the kmemleak
-#      count. Logs: build/debug-kernel/{suite,kmemleak}.log.
+#      count. Logs: DEBUG/{suite,kmemleak}.log.
 #
-# Options: --tests a.sh,b (a subset), --build-only, --skip-suite (only the
-# kmemleak guest). Environment: JOBS (build jobs), GUEST_TIMEOUT (s, per
-# guest), TEST_TIMEOUT (s, per selftest; 3600, the stock suite uses 900).
+# Options: --series 6.1|6.12 (the kernel source, default 6.1), --tests
+# a.sh,b (a subset), --build-only, --config-only (extract and configure
+# the kernel, no build, no guest), --skip-suite (only the kmemleak guest).
+# Environment: JOBS (build jobs), GUEST_TIMEOUT (s, per guest),
+# TEST_TIMEOUT (s, per selftest; 3600, the stock suite uses 900).
 
 set -uo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
-DEBUG="$TOP/build/debug-kernel"
-TREE="$DEBUG/tree"
 GUEST_TIMEOUT=${GUEST_TIMEOUT:-7200}
 TEST_TIMEOUT=${TEST_TIMEOUT:-3600}
+series=6.1
 tests=
 build_only=0
+config_only=0
 skip_suite=0
 
 while [ $# -gt 0 ]; do
 	case "$1" in
+	--series) series=${2:-}; shift ;;
 	--tests) tests=$2; shift ;;
 	--build-only) build_only=1 ;;
+	--config-only) config_only=1 ;;
 	--skip-suite) skip_suite=1 ;;
-	-h|--help) sed -n '3,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '3,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "check-debug: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 	shift
 done
+case "$series" in
+6.1) DEBUG="$TOP/build/debug-kernel" ;;
+6.12) DEBUG="$TOP/build/debug-kernel-6.12" ;;
+*) echo "check-debug: --series '$series': 6.1 or 6.12" >&2; exit 2 ;;
+esac
+TREE="$DEBUG/tree"
 
 say() { echo "# check-debug: $*"; }
 
 t0=$(date +%s)
-bzimage=$("$TOP/tools/testing/debug/build-kernel.sh" | tail -n1) || exit 1
+if [ "$config_only" = 1 ]; then
+	config=$("$TOP/tools/testing/debug/build-kernel.sh" --series "$series" --config-only | tail -n1) ||
+		exit 1
+	say "linux-source-$series configured: $config ($(make -s -C "$(dirname "$config")" kernelversion)$(sed -n 's/^CONFIG_LOCALVERSION="\(.*\)"$/\1/p' "$config")), $(($(date +%s) - t0)) s"
+	exit 0
+fi
+bzimage=$("$TOP/tools/testing/debug/build-kernel.sh" --series "$series" | tail -n1) || exit 1
 KTREE=$(dirname "$(dirname "$(dirname "$(dirname "$bzimage")")")")
 say "kernel $(cat "$KTREE/include/config/kernel.release") ($bzimage), $(($(date +%s) - t0)) s"
 [ "$build_only" = 1 ] && exit 0
@@ -66,6 +84,7 @@ ln -sfn "$TOP/.venv" "$TREE/.venv"
 # in the copy's kselftest settings.
 echo "timeout=$TEST_TIMEOUT" > "$TREE/tools/testing/selftests/memhp/settings"
 ln -sfn "$TOP/build/ksrc" "$TREE/build/ksrc"
+ln -sfn "$TOP/build/ksrc-6.12" "$TREE/build/ksrc-6.12"
 export KDIR="$KTREE"
 say "building modules and selftests against $KDIR in $TREE"
 make -s -C "$TREE" modules >"$DEBUG/modules.log" 2>&1 || { tail -30 "$DEBUG/modules.log"; exit 1; }
