@@ -24,7 +24,7 @@ EVENTS=/sys/kernel/debug/sparse_hotplug/events
 
 memhp_require_guest
 ktap_print_header
-ktap_set_plan 21
+ktap_set_plan 22
 
 tmp=$(mktemp -d)
 cleanup()
@@ -249,13 +249,15 @@ ktap_test_result "isolate of a section with unmovable pages: EBUSY, unchanged" e
 	 [ "$(meminfo_kb MemTotal)" = "$m0" ]'
 
 # 19: unloading with a section isolated gives it back
-# The last DMA32 section that sparse_hotplug's report calls offlinable now.
+# The last DMA32 section that sparse_hotplug's report calls offlinable now
+# (other than section $1, if given).
 pick_offlinable_dma32()
 {
 	local d s pick=
 
 	for d in $SHP/sections/section*; do
 		s=${d##*section}
+		[ "$s" = "${1:-}" ] && continue
 		[ "$(cat $d/zone)" = DMA32 ] && grep -qx "verdict offlinable" $d/offline_report &&
 			pick=$s
 	done
@@ -275,9 +277,11 @@ ktap_test_result "rmmod with section$free isolated: MemTotal restored" eval \
 # again: none kept a reference, so the block offlines.
 memhp_load sparse_hotplug selftest_refs=1 || ktap_exit_fail_msg "cannot load sparse_hotplug selftest_refs=1"
 HOLD=/sys/kernel/debug/sparse_hotplug/hold_ref
-# Chosen again: the section 19 gave back may hold kernel pages by now
-# (seen on 6.12: its pages went to unmovable allocations after rmmod).
-free=$(pick_offlinable_dma32)
+# Another section than 19's: a section isolated and released cannot be
+# isolated again until its block goes offline and online (case 22, an open
+# defect; on 6.1 the first try after case 19's rmmod happened to succeed).
+released=$free
+free=$(pick_offlinable_dma32 $released)
 fb=$((free / spb))
 r=$(try_write $SHP/sections/section$free/state isolate)
 h=$(try_write $HOLD $free)
@@ -318,5 +322,33 @@ ktap_test_result "rmmod with an extra reference held on an isolated page: every 
 	'[ "$r" = ok ] && [ "$h" = ok ] && [ "$r2" != ok ] && ! memhp_module_loaded sparse_hotplug &&
 	 [ "$m2" = "$m0" ] && [ "$r3" = ok ] && [ $((m0 - m3)) -eq $sec_kb ] &&
 	 [ "$(meminfo_kb MemTotal)" = "$m0" ]'
+
+# 22: isolate, release, isolate again of one section. The second isolate
+# should succeed. Seen: on 6.1 it succeeded at the 3rd try in one run and
+# failed all 5 (over 5 s) in another; on 6.12 it failed every time, also
+# after a module reload, until the block went offline and online again,
+# which succeeds. An open defect, not yet understood: reported as XFAIL
+# when the 5 tries fail, never as a pass.
+memhp_load sparse_hotplug || ktap_exit_fail_msg "cannot load sparse_hotplug"
+sec=$(pick_offlinable_dma32)
+f=$SHP/sections/section$sec/state
+r1=$(try_write $f isolate)
+r2=$(try_write $f release)
+for tries in 1 2 3 4 5; do
+	r3=$(try_write $f isolate)
+	[ "$r3" = ok ] && break
+	sleep 1
+done
+r4=$(try_write $f release)
+memhp_unload sparse_hotplug
+ktap_print_msg "section$sec: isolate $r1, release $r2, isolate again $r3 (attempt $tries), release $r4"
+if [ "$r1" = ok ] && [ "$r2" = ok ] && [ "$r3" = ok ] && [ "$r4" = ok ]; then
+	ktap_test_pass "isolate, release, isolate again of one section"
+elif [ "$r1" = ok ] && [ "$r2" = ok ] && [ "$r3" = "Device or resource busy" ]; then
+	ktap_test_xfail "isolate, release, isolate again of one section" \
+		"the second isolate fails with EBUSY until the block is offlined and onlined (open defect)"
+else
+	ktap_test_fail "isolate, release, isolate again of one section"
+fi
 
 ktap_finished
