@@ -62,7 +62,6 @@ KSRC_PATHS=(
 	tools/arch/x86/include
 	tools/lib/rbtree.c
 )
-KSRC_STAMP="$KSRC/.stamp"
 
 check_only=0
 quiet=0
@@ -166,32 +165,31 @@ if { [ -z "$kver" ] || [ -z "$kver612" ]; } && [ "$check_only" = 0 ]; then
 fi
 
 # --- linux-source extraction -------------------------------------------------
-if [ ! -f "$KSRC_STAMP" ] || [ "$SRC_TAR" -nt "$KSRC_STAMP" ]; then
-	missing+=("kselftest headers, checkpatch and tools/include from $SRC_TAR")
-	if [ "$check_only" = 0 ]; then
-		echo "setup: extracting kselftest headers, lib.mk, checkpatch.pl and tools/include from $SRC_TAR"
-		rm -rf "$KSRC"
-		mkdir -p "$KSRC"
-		tar -xJf "$SRC_TAR" -C "$KSRC" --strip-components=1 \
-			"${KSRC_PATHS[@]/#/linux-source-6.1/}"
-		touch "$KSRC_STAMP"
-	fi
-fi
+# extract TAR DIR WHAT PATH...: PATHs of the tarball (below its top
+# directory) into DIR, again whenever TAR is newer than DIR's stamp.
+extract()
+{
+	local tar=$1 dir=$2 what=$3 top
 
-# 6.12's checkpatch (make checkpatch runs both kernels' versions).
-stamp612="$KSRC_612/.stamp"
-if [ ! -f "$stamp612" ] || [ "$SRC_TAR_612" -nt "$stamp612" ]; then
-	missing+=("checkpatch from $SRC_TAR_612")
-	if [ "$check_only" = 0 ]; then
-		echo "setup: extracting checkpatch.pl from $SRC_TAR_612"
-		rm -rf "$KSRC_612"
-		mkdir -p "$KSRC_612"
-		tar -xJf "$SRC_TAR_612" -C "$KSRC_612" --strip-components=1 \
-			linux-source-6.12/scripts/checkpatch.pl linux-source-6.12/scripts/spelling.txt \
-			linux-source-6.12/scripts/const_structs.checkpatch
-		touch "$stamp612"
+	shift 3
+	if [ -f "$dir/.stamp" ] && [ ! "$tar" -nt "$dir/.stamp" ]; then
+		return 0
 	fi
-fi
+	missing+=("$what from $tar")
+	[ "$check_only" = 0 ] || return 0
+	echo "setup: extracting $what from $tar"
+	top=$(basename "$tar" .tar.xz)
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	tar -xJf "$tar" -C "$dir" --strip-components=1 "${@/#/$top/}"
+	touch "$dir/.stamp"
+}
+
+extract "$SRC_TAR" "$KSRC" "kselftest headers, lib.mk, checkpatch.pl and tools/include" \
+	"${KSRC_PATHS[@]}"
+# 6.12's checkpatch (make checkpatch runs both kernels' versions).
+extract "$SRC_TAR_612" "$KSRC_612" "checkpatch.pl" \
+	scripts/checkpatch.pl scripts/spelling.txt scripts/const_structs.checkpatch
 
 # The kselftest runner, where our lib.mk users look for it (see the
 # selftests Makefiles): tools/testing/kselftest -> build/ksrc/...

@@ -20,19 +20,23 @@
 # only takes idle CPU. About 30 min on 2 idle cores for 6.1; 6.12 is
 # bigger (over an hour).
 #
-# usage: build-kernel.sh [--series 6.1|6.12] [--config-only]
-# (--config-only: extract and configure, print the .config path, no build)
+# usage: build-kernel.sh [--series 6.1|6.12] [--config-only|--print-dir]
+# (--config-only: extract and configure, print the .config path, no build;
+# --print-dir: print the series' build directory, nothing else)
 
 set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 series=6.1
 config_only=0
+print_dir=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--series) series=${2:-}; shift ;;
 	--config-only) config_only=1 ;;
-	*) echo "build-kernel: unknown argument '$1' (--series 6.1|6.12, --config-only)" >&2; exit 2 ;;
+	--print-dir) print_dir=1 ;;
+	*) echo "build-kernel: unknown argument '$1' (--series 6.1|6.12, --config-only, --print-dir)" >&2
+	   exit 2 ;;
 	esac
 	shift
 done
@@ -41,6 +45,7 @@ case "$series" in
 6.12) DEBUG="$TOP/build/debug-kernel-6.12" ;;
 *) echo "build-kernel: --series '$series': 6.1 or 6.12" >&2; exit 2 ;;
 esac
+[ "$print_dir" = 1 ] && { echo "$DEBUG"; exit 0; }
 SRC_TAR=${SRC_TAR:-/usr/src/linux-source-$series.tar.xz}
 KTREE="$DEBUG/linux-source-$series"
 FRAGMENT="$TOP/tools/testing/debug/memhp-debug.config"

@@ -51,11 +51,9 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-case "$series" in
-6.1) DEBUG="$TOP/build/debug-kernel" ;;
-6.12) DEBUG="$TOP/build/debug-kernel-6.12" ;;
-*) echo "check-debug: --series '$series': 6.1 or 6.12" >&2; exit 2 ;;
-esac
+# The series' build directory (build-kernel.sh knows them; a bad --series
+# ends here, exit 2).
+DEBUG=$("$TOP/tools/testing/debug/build-kernel.sh" --series "$series" --print-dir) || exit 2
 TREE="$DEBUG/tree"
 
 say() { echo "# check-debug: $*"; }
