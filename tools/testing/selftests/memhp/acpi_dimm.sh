@@ -127,18 +127,9 @@ ktap_test_result "sparse_hotplug: sections offline, zone none" \
 	eval 'sections_state_is offline && [ "$(cat $SHP/sections/section$((first_block * spb))/zone)" = none ]'
 
 # 11: device_del: the guest ejects the DIMM, QEMU reports it deleted
-blocks_gone()
-{
-	local b
-
-	for b in $(cat "$tmp/new"); do
-		[ -e "$MEMORY_SYSFS/memory$b" ] && return 1
-	done
-	return 0
-}
 if memhp-qmp device_del id=dimm0 >/dev/null &&
    memhp-qmp x-memhp-wait-event event=DEVICE_DELETED 'match={"device":"dimm0"}' timeout=60 >/dev/null &&
-   wait_for 30 blocks_gone && memhp-qmp object-del id=dimm-mem0 >/dev/null; then
+   wait_for 30 memhp_blocks_gone $(cat "$tmp/new") && memhp-qmp object-del id=dimm-mem0 >/dev/null; then
 	ktap_test_pass "device_del: blocks gone, DEVICE_DELETED"
 else
 	ktap_test_fail "device_del: blocks gone, DEVICE_DELETED"

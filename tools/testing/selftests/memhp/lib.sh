@@ -131,6 +131,18 @@ __new_blocks_are()
 }
 
 # wait_for SECONDS CMD...: poll CMD every 0.2 s until it succeeds.
+# memhp_blocks_gone BLOCK...: true when none of these memory blocks exists
+# (after a DIMM's removal, with wait_for).
+memhp_blocks_gone()
+{
+	local b
+
+	for b in "$@"; do
+		[ -e "$MEMORY_SYSFS/memory$b" ] && return 1
+	done
+	return 0
+}
+
 wait_for()
 {
 	local deadline=$(($(date +%s) + $1))

@@ -133,19 +133,10 @@ ktap_test_result "plain offline of block $b1: MemTotal -256 MiB, the base" eval 
 	 [ "$(meminfo_kb MemTotal)" = "$base" ]'
 
 # 7: device_del removes the DIMM; MemTotal stays at the base
-blocks_gone()
-{
-	local b
-
-	for b in $(cat "$tmp/new"); do
-		[ -e "$MEMORY_SYSFS/memory$b" ] && return 1
-	done
-	return 0
-}
 ok=0
 if memhp-qmp device_del id=mt-dimm0 >/dev/null &&
    memhp-qmp x-memhp-wait-event event=DEVICE_DELETED 'match={"device":"mt-dimm0"}' timeout=60 >/dev/null &&
-   wait_for 30 blocks_gone && memhp-qmp object-del id=mt-mem0 >/dev/null; then
+   wait_for 30 memhp_blocks_gone $(cat "$tmp/new") && memhp-qmp object-del id=mt-mem0 >/dev/null; then
 	ok=1
 fi
 after=$(meminfo_kb MemTotal)
