@@ -130,7 +130,6 @@ __new_blocks_are()
 	[ "$(wc -l < "$2")" -eq "$3" ]
 }
 
-# wait_for SECONDS CMD...: poll CMD every 0.2 s until it succeeds.
 # memhp_blocks_gone BLOCK...: true when none of these memory blocks exists
 # (after a DIMM's removal, with wait_for).
 memhp_blocks_gone()
@@ -143,6 +142,7 @@ memhp_blocks_gone()
 	return 0
 }
 
+# wait_for SECONDS CMD...: poll CMD every 0.2 s until it succeeds.
 wait_for()
 {
 	local deadline=$(($(date +%s) + $1))

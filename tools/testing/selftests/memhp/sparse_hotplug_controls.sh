@@ -332,11 +332,12 @@ ktap_test_result "rmmod with an extra reference held on an isolated page: every 
 # (onlining frees its pages to the tail of the free lists).
 memhp_load sparse_hotplug || ktap_exit_fail_msg "cannot load sparse_hotplug"
 sec=$(pick_offlinable_dma32)
+blk=$((sec / spb))
 f=$SHP/sections/section$sec/state
 err=$(mktemp)
-r0=$(offline_attempt 60 $((sec / spb)))
+r0=$(offline_attempt 60 $blk)
 r1=
-if echo online > $MEMORY_SYSFS/memory$((sec / spb))/state 2>"$err" &&
+if echo online > $MEMORY_SYSFS/memory$blk/state 2>"$err" &&
    echo isolate > $f 2>"$err"; then
 	r1=ok
 fi
@@ -358,8 +359,8 @@ r4=$(try_write $f release)
 memhp_unload sparse_hotplug
 # Leave the block clean for sparse_hotplug_memtotal.sh, which isolates
 # this section next.
-r5=$(offline_attempt 60 $((sec / spb)))
-echo online > $MEMORY_SYSFS/memory$((sec / spb))/state
+r5=$(offline_attempt 60 $blk)
+echo online > $MEMORY_SYSFS/memory$blk/state
 ktap_print_msg "section$sec: block offline $r0, online and isolate $r1, then $ok of 20 release+isolate rounds ended isolated ($retried needed the retry), state $st, release $r4; block offline $r5, online again"
 ktap_test_result "release then isolate at once, 20 rounds: every round isolated" eval \
 	'[ "$r1" = ok ] && [ "$ok" -eq 20 ] && [ "$st" = isolated ] && [ "$r4" = ok ]'
