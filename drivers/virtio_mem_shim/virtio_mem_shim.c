@@ -349,7 +349,8 @@ MODULE_PARM_DESC(add_batch, "Max units added with one add_memory call (0 = no li
 /*
  * Mode at probe: auto (sub-block mode when the sub-block, the larger of the
  * device block and a pageblock, is smaller than a memory block, as upstream
- * chooses), sbm (where possible) or bbm. Set at load only.
+ * chooses), sbm (where possible) or bbm. Set at load, or written later for
+ * the next bind; read with READ_ONCE() by probe.
  */
 static int vmem_shim_mode = VMEM_SHIM_MODE_AUTO;
 
@@ -359,7 +360,7 @@ static int vmem_shim_mode_set(const char *val, const struct kernel_param *kp)
 
 	for (i = 0; i < ARRAY_SIZE(vmem_shim_mode_names); i++) {
 		if (sysfs_streq(val, vmem_shim_mode_names[i])) {
-			vmem_shim_mode = i;
+			WRITE_ONCE(vmem_shim_mode, i);
 			return 0;
 		}
 	}
@@ -368,7 +369,7 @@ static int vmem_shim_mode_set(const char *val, const struct kernel_param *kp)
 
 static int vmem_shim_mode_get(char *buf, const struct kernel_param *kp)
 {
-	return sysfs_emit(buf, "%s\n", vmem_shim_mode_names[vmem_shim_mode]);
+	return sysfs_emit(buf, "%s\n", vmem_shim_mode_names[READ_ONCE(vmem_shim_mode)]);
 }
 
 static const struct kernel_param_ops vmem_shim_mode_ops = {
@@ -376,8 +377,8 @@ static const struct kernel_param_ops vmem_shim_mode_ops = {
 	.get = vmem_shim_mode_get,
 };
 
-module_param_cb(mode, &vmem_shim_mode_ops, NULL, 0444);
-MODULE_PARM_DESC(mode, "auto (default, as upstream virtio_mem), sbm or bbm; set at load");
+module_param_cb(mode, &vmem_shim_mode_ops, NULL, 0644);
+MODULE_PARM_DESC(mode, "auto (default, as upstream virtio_mem), sbm or bbm; applies at bind");
 
 /*
  * Sub-block mode devices, for the online_page callback: the list under
@@ -2173,6 +2174,7 @@ static int vmem_shim_layout(struct vmem_shim *vm)
 static int vmem_shim_read_config(struct vmem_shim *vm)
 {
 	struct virtio_device *vdev = vm->vdev;
+	int mode;
 	u16 node_id;
 
 	virtio_cread_le(vdev, struct virtio_mem_config, block_size,
@@ -2206,8 +2208,9 @@ static int vmem_shim_read_config(struct vmem_shim *vm)
 	vm->mb_size = memory_block_size_bytes();
 	/* As upstream: sub-blocks of at least a pageblock (alloc_contig_range()). */
 	vm->sb_size = max_t(u64, vm->block_size, PFN_PHYS(pageblock_nr_pages));
-	vm->sbm = vm->sb_size < vm->mb_size && vmem_shim_mode != VMEM_SHIM_MODE_BBM;
-	if (vmem_shim_mode == VMEM_SHIM_MODE_SBM && !vm->sbm)
+	mode = READ_ONCE(vmem_shim_mode);
+	vm->sbm = vm->sb_size < vm->mb_size && mode != VMEM_SHIM_MODE_BBM;
+	if (mode == VMEM_SHIM_MODE_SBM && !vm->sbm)
 		dev_info(&vdev->dev,
 			 "sub-block mode needs a device block below the memory block size: big-block mode\n");
 	return vmem_shim_layout(vm);
