@@ -24,7 +24,7 @@
 #                   cannot be unplugged stays as System RAM;
 #                   sub-block mode: 130 MiB plugged (a partially plugged
 #                   block, offlined by user space); unload midway through
-#                   unplugging 1030 MiB to 2 MiB (partial blocks, sub-blocks
+#                   unplugging 1000 MiB to 2 MiB (partial blocks, sub-blocks
 #                   fake-offline)
 #
 #   readers (after each unload)
@@ -491,7 +491,7 @@ ST_MID="mid-work (unload while plugging 1 GiB)"
 ST_PLUGGED="512 MiB plugged online_movable"
 ST_REPRO1="reproduction 1 (512 MiB online_kernel, tmpfs 20000 files 300 MB)"
 ST_PARTIAL="sbm: 130 MiB plugged, partial block offlined by user space"
-ST_SBM_MID="sbm: unload while unplugging 1030 MiB to 2 MiB"
+ST_SBM_MID="sbm: unload while unplugging 1000 MiB to 2 MiB"
 NS="not selected (HOSTILE_USE_ONLY)"
 if [ -z "$SHIM_DEV" ] || [ -z "$SHIM_KO" ]; then
 	for st in "$ST_IDLE" "$ST_MID" "$ST_PLUGGED" "$ST_REPRO1" "$ST_PARTIAL" "$ST_SBM_MID"; do
@@ -572,8 +572,9 @@ else
 	if want virtio_mem_shim "$ST_SBM_MID"; then
 		ok=0
 		if shim_load movable && [ "$(cat "$SHIM_DEV/mode")" = sbm ]; then
-			request $((1030 * MIB))
-			if wait_for 120 plugged_is $((1030 * MIB)); then
+			# vm0 is 1 GiB here: 1000 MiB, not a multiple of a block.
+			request $((1000 * MIB))
+			if wait_for 120 plugged_is $((1000 * MIB)); then
 				request $((2 * MIB))
 				sleep 0.3
 				ktap_print_msg "plugged $(cat "$SHIM_DEV/plugged_size" 2>/dev/null) when rmmod starts"
