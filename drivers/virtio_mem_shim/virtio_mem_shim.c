@@ -257,6 +257,13 @@ struct vmem_shim {
 	 */
 	struct mutex hotplug_mutex;
 	bool hotplug_active;
+	/*
+	 * Set under hotplug_mutex at removal, after the last unplug: from
+	 * then on onlining and offlining our blocks is refused, so nothing is
+	 * in flight when the callback and the notifier go (upstream:
+	 * vm->removing under hotplug_mutex).
+	 */
+	bool frozen;
 	u8 *mb_state;
 	struct notifier_block memory_nb;
 
@@ -955,16 +962,32 @@ static void vmem_shim_sbm_offline_refs(struct vmem_shim *vm, unsigned long mb, b
 			continue;
 		pfn = vmem_shim_sb_pfn(vm, mb, sb);
 		for (i = 0; i < nr; i++) {
-			if (drop)
-				page_ref_dec(pfn_to_page(pfn + i));
-			else
-				page_ref_inc(pfn_to_page(pfn + i));
+			struct page *page = pfn_to_page(pfn + i);
+
+			if (!drop)
+				page_ref_inc(page);
+			else if (WARN_ON_ONCE(!page_ref_dec_and_test(page)))
+				dump_page(page, "virtio_mem_shim: fake-offline page referenced");
 		}
 		if (drop)
 			memhp_going_offline_managed(pfn_to_page(pfn), nr);
 		else
 			memhp_cancel_offline_managed(pfn_to_page(pfn), nr);
 	}
+}
+
+/*
+ * sbm: is block @mb one whose sub-block bitmap is ours to trust? A unit
+ * is PLUGGED or ADDED only once plugged by us or adopted by the startup
+ * scan (which fills the bitmap first, under hotplug_mutex); before that
+ * scan, every unit reads UNPLUGGED, and blocks a previous instance left
+ * added are not known yet.
+ */
+static bool vmem_shim_sbm_known(const struct vmem_shim *vm, unsigned long mb)
+{
+	u8 state = READ_ONCE(vm->units[mb]);
+
+	return state == VMEM_SHIM_UNIT_PLUGGED || state == VMEM_SHIM_UNIT_ADDED;
 }
 
 /* Is the sub-block of @pfn plugged? */
@@ -1017,7 +1040,8 @@ static void vmem_shim_online_page_cb(struct page *page, unsigned int order)
 			continue;
 		/* Chunks never cross a memory block. */
 		mb = div64_u64(addr - vm->base, vm->mb_size);
-		if (READ_ONCE(vm->units[mb]) == VMEM_SHIM_UNIT_FOREIGN)
+		/* The notifier refused to online any other block. */
+		if (!vmem_shim_sbm_known(vm, mb))
 			break;
 		vmem_shim_sbm_online(vm, page, order);
 		mutex_unlock(&vmem_shim_sbm_list_lock);
@@ -1028,8 +1052,11 @@ static void vmem_shim_online_page_cb(struct page *page, unsigned int order)
 }
 
 /*
- * Add @vm to the sub-block mode devices, setting the online_page callback
- * for the first; -errno when another driver has it set.
+ * Take a share of the online_page callback for @vm, setting it for the
+ * first; -errno when another driver has it set. The callback leaves
+ * @vm's blocks alone (generic onlining) until vmem_shim_sbm_list_add():
+ * probe calls that once its state exists and the notifier, which refuses
+ * to online blocks we do not know, is registered.
  */
 static int vmem_shim_sbm_register(struct vmem_shim *vm)
 {
@@ -1042,20 +1069,28 @@ static int vmem_shim_sbm_register(struct vmem_shim *vm)
 			goto out_unlock;
 	}
 	vmem_shim_sbm_cb_users++;
-	mutex_lock(&vmem_shim_sbm_list_lock);
-	list_add(&vm->sbm_node, &vmem_shim_sbm_devices);
-	mutex_unlock(&vmem_shim_sbm_list_lock);
+	INIT_LIST_HEAD(&vm->sbm_node);
 out_unlock:
 	mutex_unlock(&vmem_shim_sbm_cb_lock);
 	return rc;
 }
 
-/* The last sub-block mode device restores the online_page callback. */
+static void vmem_shim_sbm_list_add(struct vmem_shim *vm)
+{
+	mutex_lock(&vmem_shim_sbm_list_lock);
+	list_add(&vm->sbm_node, &vmem_shim_sbm_devices);
+	mutex_unlock(&vmem_shim_sbm_list_lock);
+}
+
+/*
+ * Off the list (if on it), and the last sub-block mode device restores
+ * the online_page callback.
+ */
 static void vmem_shim_sbm_unregister(struct vmem_shim *vm)
 {
 	mutex_lock(&vmem_shim_sbm_cb_lock);
 	mutex_lock(&vmem_shim_sbm_list_lock);
-	list_del(&vm->sbm_node);
+	list_del_init(&vm->sbm_node);
 	mutex_unlock(&vmem_shim_sbm_list_lock);
 	if (!--vmem_shim_sbm_cb_users)
 		restore_online_page_callback(&vmem_shim_online_page_cb);
@@ -1092,10 +1127,19 @@ static int vmem_shim_memory_notify(struct notifier_block *nb, unsigned long acti
 	switch (action) {
 	case MEM_GOING_OFFLINE:
 		mutex_lock(&vm->hotplug_mutex);
+		if (vm->frozen) {
+			mutex_unlock(&vm->hotplug_mutex);
+			rc = NOTIFY_BAD;
+			break;
+		}
 		vm->hotplug_active = true;
 		if (vm->sbm) {
-			/* Let offlining skip our unplugged sub-blocks. */
-			if (READ_ONCE(vm->units[mb]) == VMEM_SHIM_UNIT_FOREIGN)
+			/*
+			 * Let offlining skip our unplugged sub-blocks. A block
+			 * we do not know has no sub-block of ours: offlining
+			 * treats it as any other.
+			 */
+			if (!vmem_shim_sbm_known(vm, mb))
 				break;
 			vmem_shim_sbm_offline_refs(vm, mb, true);
 			WRITE_ONCE(vm->mb_state[mb], VMEM_SHIM_MB_FAKE_DROPPED);
@@ -1113,10 +1157,25 @@ static int vmem_shim_memory_notify(struct notifier_block *nb, unsigned long acti
 		break;
 	case MEM_GOING_ONLINE:
 		mutex_lock(&vm->hotplug_mutex);
+		if (vm->frozen) {
+			mutex_unlock(&vm->hotplug_mutex);
+			rc = NOTIFY_BAD;
+			break;
+		}
 		vm->hotplug_active = true;
 		if (vm->mb_state[mb] != VMEM_SHIM_MB_NORMAL) {
 			dev_info_ratelimited(&vm->vdev->dev,
 					     "onlining memory block at %#llx refused: being unplugged\n",
+					     start);
+			rc = NOTIFY_BAD;
+		} else if (vm->sbm && !vmem_shim_sbm_known(vm, mb)) {
+			/*
+			 * Not scanned yet, or FOREIGN: which sub-blocks are
+			 * plugged is not known, so none may reach the buddy
+			 * (upstream refuses blocks it does not know too).
+			 */
+			dev_info_ratelimited(&vm->vdev->dev,
+					     "onlining memory block at %#llx refused: not known to be plugged\n",
 					     start);
 			rc = NOTIFY_BAD;
 		}
@@ -1765,7 +1824,10 @@ static int vmem_shim_startup(struct vmem_shim *vm)
 		if (rc == VIRTIO_MEM_STATE_PLUGGED && end < start + vm->unit_size)
 			rc = VIRTIO_MEM_STATE_MIXED;
 		if (rc == VIRTIO_MEM_STATE_PLUGGED) {
-			vmem_shim_sb_mark_unit(vm, id, true);
+			/* A retried startup (BUSY) meets units it adopted. */
+			if (vm->units[id] != VMEM_SHIM_UNIT_PLUGGED &&
+			    vm->units[id] != VMEM_SHIM_UNIT_ADDED)
+				vmem_shim_sb_mark_unit(vm, id, true);
 			vmem_shim_set_unit(vm, id, present ? VMEM_SHIM_UNIT_ADDED :
 						       VMEM_SHIM_UNIT_PLUGGED);
 			if (present)
@@ -2338,6 +2400,8 @@ static int vmem_shim_probe(struct virtio_device *vdev)
 	rc = register_memory_notifier(&vm->memory_nb);
 	if (rc)
 		goto err_group;
+	if (vm->sbm)
+		vmem_shim_sbm_list_add(vm);
 
 	vm->dbg = debugfs_create_dir(dev_name(&vdev->dev), vmem_shim_debugfs_root);
 	debugfs_create_file("blocks", 0400, vm->dbg, vm, &vmem_shim_blocks_fops);
@@ -2425,6 +2489,15 @@ static void vmem_shim_remove(struct virtio_device *vdev)
 			 "%llu MiB could not be unplugged at removal (error %d): %llu MiB stay as System RAM and are adopted at the next bind\n",
 			 vm->plugged >> 20, rc, vm->added >> 20);
 	mutex_unlock(&vm->lock);
+
+	/*
+	 * Refuse onlining and offlining our blocks from now on; taking the
+	 * mutex waits for one in flight to end (it holds the mutex from
+	 * MEM_GOING_* to the final event).
+	 */
+	mutex_lock(&vm->hotplug_mutex);
+	vm->frozen = true;
+	mutex_unlock(&vm->hotplug_mutex);
 
 	/*
 	 * sbm: an offline block left added must not be onlined without our
