@@ -266,7 +266,7 @@ if (insmod "$(memhp_module_path virtio_mem_shim)" mode=bogus) 2>/dev/null; then
 fi
 # Written later, the mode applies at the next bind; bad input refused.
 if load_shim; then
-	for input in bogus "" "sbm x" 1; do
+	for input in bogus $'\n' "sbm x" 1; do
 		if (echo -n "$input" > /sys/module/virtio_mem_shim/parameters/mode) 2>/dev/null; then
 			ktap_print_msg "mode accepted '$input'"
 			ok=0
