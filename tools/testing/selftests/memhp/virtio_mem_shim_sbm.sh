@@ -15,8 +15,8 @@
 # leaves nothing behind; mode=bbm at load still works.
 
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/virtio_mem_shim_lib.sh"
 
-MIB=$((1 << 20))
 HOG_PID=
 PAT_PID=
 tmp=$(mktemp -d)
@@ -36,69 +36,9 @@ cleanup()
 }
 trap cleanup EXIT
 
-vmem_dev()
-{
-	local d
-
-	for d in /sys/bus/virtio/devices/virtio*; do
-		[ "$(cat "$d/device")" = 0x0018 ] && { echo "$d"; return 0; }
-	done
-	return 1
-}
-
-shim_bound()
-{
-	[ "$(basename "$(readlink "$DEV/driver" 2>/dev/null)")" = virtio_mem_shim ]
-}
-
-request()
-{
-	memhp-qmp qom-set path=vm0 property=requested-size value="$1" >/dev/null
-}
-
-at_size()
-{
-	local want=$1
-
-	[ "$(cat "$DEV/plugged_size" 2>/dev/null)" = "$want" ] &&
-		[ "$(qmp_memdev_size vm0)" = "$want" ] &&
-		[ $(($(meminfo_kb MemTotal) - MEMTOTAL0)) -eq $((want / 1024)) ]
-}
-
-plugged_is()
-{
-	[ "$(cat "$DEV/plugged_size")" = "$1" ]
-}
-
 delta_is()
 {
 	[ $(($(meminfo_kb MemTotal) - MEMTOTAL0)) -eq $(($1 / 1024)) ]
-}
-
-state_line()
-{
-	echo "MemTotal +$(($(meminfo_kb MemTotal) - MEMTOTAL0)) kB," \
-	     "guest plugged $(cat "$DEV/plugged_size" 2>/dev/null)," \
-	     "host size $(qmp_memdev_size vm0)"
-}
-
-step()
-{
-	request "$2"
-	if wait_for 120 at_size "$2"; then
-		ktap_print_msg "$1: $(state_line)"
-		ktap_test_pass "$1"
-	else
-		ktap_print_msg "$1: $(state_line)"
-		ktap_test_fail "$1"
-	fi
-}
-
-load_shim()
-{
-	memhp_load virtio_mem_shim "$@" || return 1
-	shim_bound || echo "$(basename "$DEV")" > /sys/bus/virtio/drivers/virtio_mem_shim/bind 2>/dev/null
-	wait_for 10 shim_bound
 }
 
 blocks()
