@@ -977,17 +977,28 @@ static void vmem_shim_sbm_offline_refs(struct vmem_shim *vm, unsigned long mb, b
 }
 
 /*
- * sbm: is block @mb one whose sub-block bitmap is ours to trust? A unit
- * is PLUGGED or ADDED only once plugged by us or adopted by the startup
- * scan (which fills the bitmap first, under hotplug_mutex); before that
- * scan, every unit reads UNPLUGGED, and blocks a previous instance left
- * added are not known yet.
+ * Is unit @id's memory ours, and (sbm) its sub-block bitmap to be trusted?
+ * A unit is PLUGGED or ADDED only once plugged by us or adopted by the
+ * startup scan (which fills the bitmap first, under hotplug_mutex);
+ * before that scan, every unit reads UNPLUGGED, and blocks a previous
+ * instance left added are not known yet. In sbm a unit is a memory block.
  */
-static bool vmem_shim_sbm_known(const struct vmem_shim *vm, unsigned long mb)
+static bool vmem_shim_unit_known(const struct vmem_shim *vm, unsigned long id)
 {
-	u8 state = READ_ONCE(vm->units[mb]);
+	u8 state = READ_ONCE(vm->units[id]);
 
 	return state == VMEM_SHIM_UNIT_PLUGGED || state == VMEM_SHIM_UNIT_ADDED;
+}
+
+/* Is any memory block of unit @id present in Linux? */
+static bool vmem_shim_unit_present(const struct vmem_shim *vm, unsigned long id)
+{
+	unsigned long i;
+
+	for (i = 0; i < vm->mbs_per_unit; i++)
+		if (pfn_valid(vmem_shim_mb_pfn(vm, id * vm->mbs_per_unit + i)))
+			return true;
+	return false;
 }
 
 /* Is the sub-block of @pfn plugged? */
@@ -1040,10 +1051,14 @@ static void vmem_shim_online_page_cb(struct page *page, unsigned int order)
 			continue;
 		/* Chunks never cross a memory block. */
 		mb = div64_u64(addr - vm->base, vm->mb_size);
-		/* The notifier refused to online any other block. */
-		if (!vmem_shim_sbm_known(vm, mb))
-			break;
-		vmem_shim_sbm_online(vm, page, order);
+		/*
+		 * The notifier refused to online any other block; should
+		 * one get here, keep it out of the buddy (fail closed).
+		 */
+		if (WARN_ON_ONCE(!vmem_shim_unit_known(vm, mb)))
+			vmem_shim_sbm_keep_offline(page_to_pfn(page), 1UL << order);
+		else
+			vmem_shim_sbm_online(vm, page, order);
 		mutex_unlock(&vmem_shim_sbm_list_lock);
 		return;
 	}
@@ -1111,6 +1126,9 @@ static int vmem_shim_memory_notify(struct notifier_block *nb, unsigned long acti
 	mb = div64_u64(start - vm->base, vm->mb_size);
 	pfn = vmem_shim_mb_pfn(vm, mb);
 	nr = vmem_shim_mb_pages(vm);
+	/* One whole memory block at a time, as we add them (no memmap_on_memory). */
+	if (WARN_ON_ONCE(mhp->start_pfn != pfn || mhp->nr_pages != nr))
+		return NOTIFY_BAD;
 
 	/*
 	 * hotplug_mutex is taken at MEM_GOING_* and released at the final
@@ -1139,7 +1157,7 @@ static int vmem_shim_memory_notify(struct notifier_block *nb, unsigned long acti
 			 * we do not know has no sub-block of ours: offlining
 			 * treats it as any other.
 			 */
-			if (!vmem_shim_sbm_known(vm, mb))
+			if (!vmem_shim_unit_known(vm, mb))
 				break;
 			vmem_shim_sbm_offline_refs(vm, mb, true);
 			WRITE_ONCE(vm->mb_state[mb], VMEM_SHIM_MB_FAKE_DROPPED);
@@ -1168,11 +1186,12 @@ static int vmem_shim_memory_notify(struct notifier_block *nb, unsigned long acti
 					     "onlining memory block at %#llx refused: being unplugged\n",
 					     start);
 			rc = NOTIFY_BAD;
-		} else if (vm->sbm && !vmem_shim_sbm_known(vm, mb)) {
+		} else if (!vmem_shim_unit_known(vm, mb / vm->mbs_per_unit)) {
 			/*
-			 * Not scanned yet, or FOREIGN: which sub-blocks are
+			 * Not scanned yet, or FOREIGN: which of its memory is
 			 * plugged is not known, so none may reach the buddy
-			 * (upstream refuses blocks it does not know too).
+			 * (upstream refuses blocks it does not know too), in
+			 * either mode.
 			 */
 			dev_info_ratelimited(&vm->vdev->dev,
 					     "onlining memory block at %#llx refused: not known to be plugged\n",
@@ -1378,8 +1397,10 @@ static long vmem_shim_pick_plug(struct vmem_shim *vm)
 {
 	unsigned long id;
 
+	/* Never one with memory present in Linux: it is not ours. */
 	for (id = 0; id < vm->nr_usable; id++)
-		if (vm->units[id] == VMEM_SHIM_UNIT_UNPLUGGED)
+		if (vm->units[id] == VMEM_SHIM_UNIT_UNPLUGGED &&
+		    !vmem_shim_unit_present(vm, id))
 			return id;
 	return -1;
 }
@@ -1787,15 +1808,30 @@ static int vmem_shim_reconcile(struct vmem_shim *vm, unsigned long *tried)
 static int vmem_shim_startup(struct vmem_shim *vm)
 {
 	u64 usable_end = vm->addr + vm->usable_region_size;
-	unsigned long id, mb, i;
+	unsigned long id, mb;
 	bool present_any = false;
 	int rc;
 
-	if (!vm->dev_plugged_size)
-		return 0;
 	for (mb = 0; mb < vm->nr_units * vm->mbs_per_unit; mb++)
 		if (pfn_valid(vmem_shim_mb_pfn(vm, mb)))
 			present_any = true;
+	if (!vm->dev_plugged_size) {
+		/*
+		 * Blocks a previous instance could not remove (an unload
+		 * killed midway) while the device holds nothing plugged:
+		 * none of their memory is ours to give out, so none of these
+		 * units may be plugged into or onlined.
+		 */
+		for (id = 0; present_any && id < vm->nr_units; id++) {
+			if (!vmem_shim_unit_present(vm, id))
+				continue;
+			vmem_shim_set_unit(vm, id, VMEM_SHIM_UNIT_FOREIGN);
+			dev_warn(&vm->vdev->dev,
+				 "memory %#llx+%#llx is present but nothing is plugged: left alone\n",
+				 vmem_shim_unit_start(vm, id), vm->unit_size);
+		}
+		return 0;
+	}
 	if (!present_any) {
 		dev_info(&vm->vdev->dev,
 			 "%llu bytes plugged but unused at bind: UNPLUG_ALL\n",
@@ -1809,11 +1845,8 @@ static int vmem_shim_startup(struct vmem_shim *vm)
 	for (id = 0; id < vm->nr_units; id++) {
 		u64 start = vmem_shim_unit_start(vm, id);
 		u64 end = min(start + vm->unit_size, usable_end);
-		bool present = false;
+		bool present = vmem_shim_unit_present(vm, id);
 
-		for (i = 0; i < vm->mbs_per_unit; i++)
-			if (pfn_valid(vmem_shim_mb_pfn(vm, id * vm->mbs_per_unit + i)))
-				present = true;
 		if (start >= usable_end)
 			rc = VIRTIO_MEM_STATE_UNPLUGGED;
 		else
@@ -1835,7 +1868,12 @@ static int vmem_shim_startup(struct vmem_shim *vm)
 					 "adopted plugged memory %#llx+%#llx\n",
 					 start, vm->unit_size);
 		} else if (present) {
+			bool was_ours = vmem_shim_unit_known(vm, id);
+
 			vmem_shim_set_unit(vm, id, VMEM_SHIM_UNIT_FOREIGN);
+			/* A retried startup demotes a unit it adopted. */
+			if (was_ours)
+				vmem_shim_sb_mark_unit(vm, id, false);
 			dev_warn(&vm->vdev->dev,
 				 "memory %#llx+%#llx is in use but not fully plugged: left alone\n",
 				 start, vm->unit_size);
