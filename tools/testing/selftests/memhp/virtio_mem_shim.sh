@@ -231,13 +231,6 @@ HOG_PID=$!
 wait_for 120 test -e /tmp/vms_hog.ready
 ktap_print_msg "hog holds $((hog_kb / 1024)) MiB; MemFree $(meminfo_kb MemFree) kB"
 request 0
-shortfall_reported()
-{
-	local s
-
-	s=$(cat "$DEV/unplug_shortfall")
-	[ "${s%% *}" -gt 0 ] && [ "${s##* }" -lt 0 ]
-}
 ok=0
 if wait_for 120 shortfall_reported; then
 	plugged=$(cat "$DEV/plugged_size")

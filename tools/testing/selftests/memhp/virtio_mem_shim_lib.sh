@@ -64,6 +64,15 @@ step()
 	fi
 }
 
+# An unplug short of the goal is reported: "BYTES ERRNO", BYTES > 0.
+shortfall_reported()
+{
+	local s
+
+	s=$(cat "$DEV/unplug_shortfall")
+	[ "${s%% *}" -gt 0 ] && [ "${s##* }" -lt 0 ]
+}
+
 # load_shim [PARAM=VALUE...]: load the shim and have it bound to DEV.
 load_shim()
 {

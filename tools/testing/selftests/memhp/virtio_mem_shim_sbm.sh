@@ -160,13 +160,6 @@ HOG_PID=$!
 wait_for 900 test -e "$tmp/hog.ready" || ktap_print_msg "hog not ready after 900 s"
 ktap_print_msg "hog holds $((hog_kb / 1024)) MiB; MemFree $(meminfo_kb MemFree) kB"
 request $((66 * MIB))
-shortfall_reported()
-{
-	local s
-
-	s=$(cat "$DEV/unplug_shortfall")
-	[ "${s%% *}" -gt 0 ] && [ "${s##* }" -lt 0 ]
-}
 ok=0
 if wait_for 120 shortfall_reported; then
 	sleep 2
