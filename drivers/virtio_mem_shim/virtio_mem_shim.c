@@ -7,9 +7,29 @@
  * with a deliberately simple policy that is easy to observe and steer from
  * inside the guest:
  *
- *  - Memory is plugged, added and removed in "units": the larger of the
- *    device block size and the Linux memory block size. Every added unit is
- *    fully plugged, so no online_page callback is needed.
+ *  - Two modes, chosen as upstream virtio_mem chooses them (overridable with
+ *    the mode parameter at load, shown in sysfs "mode"):
+ *    - big-block mode (bbm), for device blocks of at least a Linux memory
+ *      block: memory is plugged, added and removed in "units", the larger
+ *      of the device block size and the Linux memory block size; every
+ *      added unit is fully plugged.
+ *    - sub-block mode (sbm), for smaller device blocks: units are memory
+ *      blocks, added once and plugged / unplugged in sub-blocks (the
+ *      larger of the device block and a pageblock, 2 MiB on x86), so the
+ *      plugged size follows the target exactly. An unplugged sub-block of
+ *      an added block is fake-offline: PageOffline, refcount 1, not in the
+ *      managed page count. It is either evacuated with alloc_contig_range()
+ *      when unplugged, or never given to the buddy: our online_page
+ *      callback (set_online_page_callback()) onlines only the plugged
+ *      sub-blocks of a block and marks the others PageDirty ("never
+ *      onlined", like upstream), so that plugging them later goes through
+ *      generic_online_page() instead of free_contig_range(). A block whose
+ *      sub-blocks are all unplugged is offlined and removed. The memory
+ *      notifier drops our references to the unplugged sub-blocks at
+ *      MEM_GOING_OFFLINE and takes them again at MEM_CANCEL_OFFLINE, with
+ *      the managed-count step of memhp_going_offline_managed() /
+ *      memhp_cancel_offline_managed() (6.1 adds them back for
+ *      offline_pages() to subtract; 6.10+ does not count them).
  *  - The target is the host's requested_size, unless the guest wrote
  *    target_size in sysfs (a new host request, or the device's NACK of
  *    the guest target, makes it the host's again).
@@ -39,7 +59,10 @@
  *
  * Locking: vm->lock serialises the worker (the only sender of device
  * requests after probe, besides remove) and unit state. vm->hotplug_mutex
- * guards the per-memory-block fake-offline state; the memory notifier
+ * guards the per-memory-block fake-offline state and (with vm->lock, which
+ * every writer also holds) the sub-block bitmap, which the online_page
+ * callback reads inside an onlining (the notifier holds hotplug_mutex
+ * there, for the same operation); the memory notifier
  * holds it from MEM_GOING_* to the final event of one online/offline
  * operation, so the worker never holds it while calling into the hotplug
  * core. vm->state_lock (spinlock, also taken from the retry timer's
@@ -99,6 +122,18 @@ enum vmem_shim_unit_state {
 	VMEM_SHIM_UNIT_FOREIGN,	/* partially plugged and in use: never touched */
 };
 
+enum vmem_shim_mode {
+	VMEM_SHIM_MODE_AUTO = 0,
+	VMEM_SHIM_MODE_SBM,
+	VMEM_SHIM_MODE_BBM,
+};
+
+static const char * const vmem_shim_mode_names[] = {
+	[VMEM_SHIM_MODE_AUTO] = "auto",
+	[VMEM_SHIM_MODE_SBM] = "sbm",
+	[VMEM_SHIM_MODE_BBM] = "bbm",
+};
+
 static const char * const vmem_shim_unit_names[] = {
 	[VMEM_SHIM_UNIT_UNPLUGGED] = "unplugged",
 	[VMEM_SHIM_UNIT_PLUGGED] = "plugged",
@@ -109,7 +144,9 @@ static const char * const vmem_shim_unit_names[] = {
 enum vmem_shim_mb_state {
 	VMEM_SHIM_MB_NORMAL = 0,	/* not ours beyond being added */
 	VMEM_SHIM_MB_FAKE,		/* all pages ours (refcount 1), PageOffline */
-	VMEM_SHIM_MB_FAKE_DROPPED,	/* as FAKE, refs dropped for offlining */
+	VMEM_SHIM_MB_FAKE_DROPPED,	/* as FAKE (sbm: its unplugged sub-blocks),
+					 * refs dropped for offlining
+					 */
 	VMEM_SHIM_MB_HELD_OFFLINE,	/* offline, being unplugged: onlining refused */
 };
 
@@ -147,13 +184,29 @@ struct vmem_shim {
 	u64 base;
 	unsigned long nr_units;
 	unsigned long mbs_per_unit;
+	/*
+	 * Sub-block mode (set at probe): units are memory blocks of
+	 * sbs_per_mb sub-blocks of sb_size; gran is what the plugged size
+	 * moves by (sb_size in sbm, unit_size in bbm).
+	 */
+	bool sbm;
+	u64 sb_size;
+	unsigned long sbs_per_mb;
+	u64 gran;
+	/* On vmem_shim_sbm_devices (vmem_shim_sbm_list_lock). */
+	struct list_head sbm_node;
 
 	/* Serialises the worker, device requests and the fields below. */
 	struct mutex lock;
 	/* Usable units; read by sysfs without vm->lock (WRITE_ONCE). */
 	unsigned long nr_usable;
 	u8 *units;		/* enum vmem_shim_unit_state per unit */
-	u64 plugged;		/* bytes of PLUGGED + ADDED units */
+	/*
+	 * sbm: plugged sub-blocks, sbs_per_mb bits per unit; written under
+	 * vm->lock and hotplug_mutex (see Locking above).
+	 */
+	unsigned long *sb_plugged;
+	u64 plugged;		/* plugged bytes (bbm: of PLUGGED + ADDED units) */
 	u64 added;		/* bytes of ADDED units */
 	bool started;		/* startup scan of plugged memory done */
 	unsigned int retry_ms;	/* next retry delay, 0: none pending */
@@ -204,6 +257,13 @@ struct vmem_shim {
 	 */
 	struct mutex hotplug_mutex;
 	bool hotplug_active;
+	/*
+	 * Set under hotplug_mutex at removal, after the last unplug: from
+	 * then on onlining and offlining our blocks is refused, so nothing is
+	 * in flight when the callback and the notifier go (upstream:
+	 * vm->removing under hotplug_mutex).
+	 */
+	bool frozen;
 	u8 *mb_state;
 	struct notifier_block memory_nb;
 
@@ -223,6 +283,7 @@ struct vmem_shim {
 	unsigned long nr_busy, nr_nack, nr_error;
 	unsigned long nr_added, nr_removed, nr_remove_failed, nr_no_room;
 	unsigned long nr_free_evac;
+	unsigned long nr_sb_plugged, nr_sb_unplugged, nr_sb_busy;
 	u64 last_grow_ns, last_shrink_ns;
 };
 
@@ -291,6 +352,51 @@ MODULE_PARM_DESC(plug_batch, "Max units plugged with one request (0 = no limit)"
 static unsigned long vmem_shim_add_batch;
 module_param_cb(add_batch, &vmem_shim_ulong_ops, &vmem_shim_add_batch, 0644);
 MODULE_PARM_DESC(add_batch, "Max units added with one add_memory call (0 = no limit)");
+
+/*
+ * Mode at probe: auto (sub-block mode when the sub-block, the larger of the
+ * device block and a pageblock, is smaller than a memory block, as upstream
+ * chooses), sbm (where possible) or bbm. Set at load, or written later for
+ * the next bind; read with READ_ONCE() by probe.
+ */
+static int vmem_shim_mode = VMEM_SHIM_MODE_AUTO;
+
+static int vmem_shim_mode_set(const char *val, const struct kernel_param *kp)
+{
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(vmem_shim_mode_names); i++) {
+		if (sysfs_streq(val, vmem_shim_mode_names[i])) {
+			WRITE_ONCE(vmem_shim_mode, i);
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static int vmem_shim_mode_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%s\n", vmem_shim_mode_names[READ_ONCE(vmem_shim_mode)]);
+}
+
+static const struct kernel_param_ops vmem_shim_mode_ops = {
+	.set = vmem_shim_mode_set,
+	.get = vmem_shim_mode_get,
+};
+
+module_param_cb(mode, &vmem_shim_mode_ops, NULL, 0644);
+MODULE_PARM_DESC(mode, "auto (default, as upstream virtio_mem), sbm or bbm; applies at bind");
+
+/*
+ * Sub-block mode devices, for the online_page callback: the list under
+ * vmem_shim_sbm_list_lock (taken by the callback inside an onlining, so
+ * never held while calling into the hotplug core); the callback is set
+ * while the list is not empty, under vmem_shim_sbm_cb_lock.
+ */
+static LIST_HEAD(vmem_shim_sbm_devices);
+static DEFINE_MUTEX(vmem_shim_sbm_list_lock);
+static DEFINE_MUTEX(vmem_shim_sbm_cb_lock);
+static unsigned int vmem_shim_sbm_cb_users;
 
 static struct dentry *vmem_shim_debugfs_root;
 
@@ -370,7 +476,7 @@ static void vmem_shim_refresh_config(struct vmem_shim *vm)
 }
 
 /*
- * The size we steer to, a multiple of unit_size: the guest target if one is
+ * The size we steer to, a multiple of vm->gran: the guest target if one is
  * set and the device has not refused it, else the host's requested_size.
  * A guest target may be above requested_size: the device decides (QEMU
  * NACKs a PLUG beyond it, see vmem_shim_nacked()).
@@ -386,7 +492,7 @@ static u64 vmem_shim_goal(struct vmem_shim *vm)
 	vm->goal_gen = vm->target_gen;
 	spin_unlock_irqrestore(&vm->state_lock, flags);
 	goal = min_t(u64, goal, (u64)vm->nr_usable * vm->unit_size);
-	return round_down(goal, vm->unit_size);
+	return round_down(goal, vm->gran);
 }
 
 static unsigned int vmem_shim_nack_level(struct vmem_shim *vm)
@@ -708,6 +814,304 @@ static void vmem_shim_fake_online_mb(struct vmem_shim *vm, unsigned long mb)
 	mutex_unlock(&vm->hotplug_mutex);
 }
 
+/* --- sub-block mode ---------------------------------------------------- */
+
+static inline unsigned long vmem_shim_sb_pages(const struct vmem_shim *vm)
+{
+	return PHYS_PFN(vm->sb_size);
+}
+
+static inline unsigned long vmem_shim_sb_pfn(const struct vmem_shim *vm,
+					     unsigned long mb, unsigned long sb)
+{
+	return vmem_shim_mb_pfn(vm, mb) + sb * vmem_shim_sb_pages(vm);
+}
+
+static inline bool vmem_shim_sb_test(const struct vmem_shim *vm,
+				     unsigned long mb, unsigned long sb)
+{
+	return test_bit(mb * vm->sbs_per_mb + sb, vm->sb_plugged);
+}
+
+/* Plugged sub-blocks of block @mb. */
+static unsigned long vmem_shim_sb_weight(const struct vmem_shim *vm, unsigned long mb)
+{
+	unsigned long sb, n = 0;
+
+	for (sb = 0; sb < vm->sbs_per_mb; sb++)
+		n += vmem_shim_sb_test(vm, mb, sb);
+	return n;
+}
+
+/*
+ * Mark the sub-blocks [sb, sb + count) of @mb plugged or unplugged (they
+ * are all in the other state) and count them in vm->plugged.
+ */
+static void vmem_shim_sb_mark(struct vmem_shim *vm, unsigned long mb,
+			      unsigned long sb, unsigned long count, bool plugged)
+{
+	unsigned long bit = mb * vm->sbs_per_mb + sb;
+
+	lockdep_assert_held(&vm->lock);
+	lockdep_assert_held(&vm->hotplug_mutex);
+	if (plugged) {
+		bitmap_set(vm->sb_plugged, bit, count);
+		vm->plugged += (u64)count * vm->sb_size;
+	} else {
+		bitmap_clear(vm->sb_plugged, bit, count);
+		vm->plugged -= (u64)count * vm->sb_size;
+	}
+}
+
+/*
+ * Keep [pfn, pfn + nr) of a block being onlined out of the buddy:
+ * PageOffline with the refcount of 1 the memmap was initialised with, and
+ * PageDirty to say "never onlined" (as upstream virtio_mem does), so that
+ * plugging it later goes through generic_online_page(). A memmap that
+ * starts PageReserved (6.1) has that cleared, as upstream does.
+ */
+static void vmem_shim_sbm_keep_offline(unsigned long pfn, unsigned long nr)
+{
+	page_offline_begin();
+	for (; nr--; pfn++) {
+		struct page *page = pfn_to_page(pfn);
+
+		ClearPageReserved(page);
+		SetPageDirty(page);
+		__SetPageOffline(page);
+	}
+	page_offline_end();
+}
+
+/*
+ * Give fake-offline pages [pfn, pfn + nr) of an online block to the buddy:
+ * never-onlined ones (PageDirty) through generic_online_page(), which
+ * counts them in; evacuated ones (ours from alloc_contig_range()) freed
+ * and counted back in. All pages of a sub-block are alike.
+ */
+static void vmem_shim_sbm_fake_online(unsigned long pfn, unsigned long nr)
+{
+	unsigned int order = MEMHP_NR_PAGE_ORDERS - 1;
+	unsigned long i, j;
+
+	while (!IS_ALIGNED(pfn | nr, 1UL << order))
+		order--;
+	for (i = 0; i < nr; i += 1UL << order) {
+		struct page *page = pfn_to_page(pfn + i);
+		bool fresh = PageDirty(page);
+
+		page_offline_begin();
+		for (j = 0; j < (1UL << order); j++) {
+			struct page *p = pfn_to_page(pfn + i + j);
+
+			if (fresh)
+				ClearPageDirty(p);
+			__ClearPageOffline(p);
+		}
+		page_offline_end();
+		if (fresh) {
+			generic_online_page(page, order);
+		} else {
+			free_contig_range(pfn + i, 1UL << order);
+			adjust_managed_page_count(page, 1L << order);
+		}
+	}
+}
+
+/*
+ * Evacuate the sub-blocks [sb, sb + count) of the online block @mb with
+ * alloc_contig_range() and keep them fake-offline; 0, or -ENOMEM (no room,
+ * see vmem_shim_room_to_evacuate()), -EBUSY, -EINTR. Caller holds
+ * hotplug_mutex.
+ */
+static int vmem_shim_sbm_fake_offline(struct vmem_shim *vm, unsigned long mb,
+				      unsigned long sb, unsigned long count)
+{
+	unsigned long pfn = vmem_shim_sb_pfn(vm, mb, sb);
+	unsigned long nr = count * vmem_shim_sb_pages(vm);
+	bool all_free;
+	int rc;
+
+	lockdep_assert_held(&vm->hotplug_mutex);
+	if (!vmem_shim_room_to_evacuate(pfn, nr, &all_free)) {
+		vm->nr_no_room++;
+		return -ENOMEM;
+	}
+	if (all_free)
+		vm->nr_free_evac++;
+	rc = alloc_contig_range(pfn, pfn + nr, MIGRATE_MOVABLE,
+				GFP_KERNEL | __GFP_NOWARN);
+	if (rc)
+		return rc;
+	vmem_shim_set_offline_pages(pfn, nr, true);
+	adjust_managed_page_count(pfn_to_page(pfn), -(long)nr);
+	return 0;
+}
+
+/*
+ * Drop (@drop) or take again our references to the unplugged sub-blocks of
+ * block @mb, at MEM_GOING_OFFLINE / MEM_CANCEL_OFFLINE, with the managed
+ * count step of the kernel (include/memhp_compat.h).
+ */
+static void vmem_shim_sbm_offline_refs(struct vmem_shim *vm, unsigned long mb, bool drop)
+{
+	unsigned long sb, i, pfn, nr = vmem_shim_sb_pages(vm);
+
+	for (sb = 0; sb < vm->sbs_per_mb; sb++) {
+		if (vmem_shim_sb_test(vm, mb, sb))
+			continue;
+		pfn = vmem_shim_sb_pfn(vm, mb, sb);
+		for (i = 0; i < nr; i++) {
+			struct page *page = pfn_to_page(pfn + i);
+
+			if (!drop)
+				page_ref_inc(page);
+			else if (WARN_ON_ONCE(!page_ref_dec_and_test(page)))
+				dump_page(page, "virtio_mem_shim: fake-offline page referenced");
+		}
+		if (drop)
+			memhp_going_offline_managed(pfn_to_page(pfn), nr);
+		else
+			memhp_cancel_offline_managed(pfn_to_page(pfn), nr);
+	}
+}
+
+/*
+ * Is unit @id's memory ours, and (sbm) its sub-block bitmap to be trusted?
+ * A unit is PLUGGED or ADDED only once plugged by us or adopted by the
+ * startup scan (which fills the bitmap first, under hotplug_mutex);
+ * before that scan, every unit reads UNPLUGGED, and blocks a previous
+ * instance left added are not known yet. In sbm a unit is a memory block.
+ */
+static bool vmem_shim_unit_known(const struct vmem_shim *vm, unsigned long id)
+{
+	u8 state = READ_ONCE(vm->units[id]);
+
+	return state == VMEM_SHIM_UNIT_PLUGGED || state == VMEM_SHIM_UNIT_ADDED;
+}
+
+/* Is any memory block of unit @id present in Linux? */
+static bool vmem_shim_unit_present(const struct vmem_shim *vm, unsigned long id)
+{
+	unsigned long i;
+
+	for (i = 0; i < vm->mbs_per_unit; i++)
+		if (pfn_valid(vmem_shim_mb_pfn(vm, id * vm->mbs_per_unit + i)))
+			return true;
+	return false;
+}
+
+/* Is the sub-block of @pfn plugged? */
+static bool vmem_shim_sbm_pfn_plugged(const struct vmem_shim *vm, unsigned long pfn)
+{
+	return test_bit(div64_u64(PFN_PHYS(pfn) - vm->base, vm->sb_size),
+			vm->sb_plugged);
+}
+
+/*
+ * Online [page, page + 2^order) of one of our blocks: the plugged
+ * sub-blocks to the buddy, the others kept fake-offline. A chunk larger
+ * than a sub-block and not all plugged is taken sub-block by sub-block.
+ * The notifier holds hotplug_mutex for this onlining: the bitmap is stable.
+ */
+static void vmem_shim_sbm_online(struct vmem_shim *vm, struct page *page,
+				 unsigned int order)
+{
+	unsigned long pfn = page_to_pfn(page), nr = 1UL << order, i;
+	unsigned long sb_pages = vmem_shim_sb_pages(vm);
+	unsigned int step_order = order;
+
+	if (nr > sb_pages) {
+		for (i = 0; i < nr; i += sb_pages) {
+			if (!vmem_shim_sbm_pfn_plugged(vm, pfn + i)) {
+				step_order = ilog2(sb_pages);
+				break;
+			}
+		}
+	}
+	for (i = 0; i < nr; i += 1UL << step_order) {
+		if (vmem_shim_sbm_pfn_plugged(vm, pfn + i))
+			generic_online_page(pfn_to_page(pfn + i), step_order);
+		else
+			vmem_shim_sbm_keep_offline(pfn + i, 1UL << step_order);
+	}
+}
+
+/* The online_page callback, set while a sub-block mode device is bound. */
+static void vmem_shim_online_page_cb(struct page *page, unsigned int order)
+{
+	u64 addr = page_to_phys(page);
+	struct vmem_shim *vm;
+
+	mutex_lock(&vmem_shim_sbm_list_lock);
+	list_for_each_entry(vm, &vmem_shim_sbm_devices, sbm_node) {
+		unsigned long mb;
+
+		if (addr < vm->base || addr >= vmem_shim_unit_start(vm, vm->nr_units))
+			continue;
+		/* Chunks never cross a memory block. */
+		mb = div64_u64(addr - vm->base, vm->mb_size);
+		/*
+		 * The notifier refused to online any other block; should
+		 * one get here, keep it out of the buddy (fail closed).
+		 */
+		if (WARN_ON_ONCE(!vmem_shim_unit_known(vm, mb)))
+			vmem_shim_sbm_keep_offline(page_to_pfn(page), 1UL << order);
+		else
+			vmem_shim_sbm_online(vm, page, order);
+		mutex_unlock(&vmem_shim_sbm_list_lock);
+		return;
+	}
+	mutex_unlock(&vmem_shim_sbm_list_lock);
+	generic_online_page(page, order);
+}
+
+/*
+ * Take a share of the online_page callback for @vm, setting it for the
+ * first; -errno when another driver has it set. The callback leaves
+ * @vm's blocks alone (generic onlining) until vmem_shim_sbm_list_add():
+ * probe calls that once its state exists and the notifier, which refuses
+ * to online blocks we do not know, is registered.
+ */
+static int vmem_shim_sbm_register(struct vmem_shim *vm)
+{
+	int rc = 0;
+
+	mutex_lock(&vmem_shim_sbm_cb_lock);
+	if (!vmem_shim_sbm_cb_users) {
+		rc = set_online_page_callback(&vmem_shim_online_page_cb);
+		if (rc)
+			goto out_unlock;
+	}
+	vmem_shim_sbm_cb_users++;
+	INIT_LIST_HEAD(&vm->sbm_node);
+out_unlock:
+	mutex_unlock(&vmem_shim_sbm_cb_lock);
+	return rc;
+}
+
+static void vmem_shim_sbm_list_add(struct vmem_shim *vm)
+{
+	mutex_lock(&vmem_shim_sbm_list_lock);
+	list_add(&vm->sbm_node, &vmem_shim_sbm_devices);
+	mutex_unlock(&vmem_shim_sbm_list_lock);
+}
+
+/*
+ * Off the list (if on it), and the last sub-block mode device restores
+ * the online_page callback.
+ */
+static void vmem_shim_sbm_unregister(struct vmem_shim *vm)
+{
+	mutex_lock(&vmem_shim_sbm_cb_lock);
+	mutex_lock(&vmem_shim_sbm_list_lock);
+	list_del_init(&vm->sbm_node);
+	mutex_unlock(&vmem_shim_sbm_list_lock);
+	if (!--vmem_shim_sbm_cb_users)
+		restore_online_page_callback(&vmem_shim_online_page_cb);
+	mutex_unlock(&vmem_shim_sbm_cb_lock);
+}
+
 static int vmem_shim_memory_notify(struct notifier_block *nb, unsigned long action,
 				   void *arg)
 {
@@ -722,6 +1126,9 @@ static int vmem_shim_memory_notify(struct notifier_block *nb, unsigned long acti
 	mb = div64_u64(start - vm->base, vm->mb_size);
 	pfn = vmem_shim_mb_pfn(vm, mb);
 	nr = vmem_shim_mb_pages(vm);
+	/* One whole memory block at a time, as we add them (no memmap_on_memory). */
+	if (WARN_ON_ONCE(mhp->start_pfn != pfn || mhp->nr_pages != nr))
+		return NOTIFY_BAD;
 
 	/*
 	 * hotplug_mutex is taken at MEM_GOING_* and released at the final
@@ -738,8 +1145,23 @@ static int vmem_shim_memory_notify(struct notifier_block *nb, unsigned long acti
 	switch (action) {
 	case MEM_GOING_OFFLINE:
 		mutex_lock(&vm->hotplug_mutex);
+		if (vm->frozen) {
+			mutex_unlock(&vm->hotplug_mutex);
+			rc = NOTIFY_BAD;
+			break;
+		}
 		vm->hotplug_active = true;
-		if (vm->mb_state[mb] == VMEM_SHIM_MB_FAKE) {
+		if (vm->sbm) {
+			/*
+			 * Let offlining skip our unplugged sub-blocks. A block
+			 * we do not know has no sub-block of ours: offlining
+			 * treats it as any other.
+			 */
+			if (!vmem_shim_unit_known(vm, mb))
+				break;
+			vmem_shim_sbm_offline_refs(vm, mb, true);
+			WRITE_ONCE(vm->mb_state[mb], VMEM_SHIM_MB_FAKE_DROPPED);
+		} else if (vm->mb_state[mb] == VMEM_SHIM_MB_FAKE) {
 			/* Let offlining skip our pages: drop our references. */
 			for (i = 0; i < nr; i++)
 				page_ref_dec(pfn_to_page(pfn + i));
@@ -753,10 +1175,26 @@ static int vmem_shim_memory_notify(struct notifier_block *nb, unsigned long acti
 		break;
 	case MEM_GOING_ONLINE:
 		mutex_lock(&vm->hotplug_mutex);
+		if (vm->frozen) {
+			mutex_unlock(&vm->hotplug_mutex);
+			rc = NOTIFY_BAD;
+			break;
+		}
 		vm->hotplug_active = true;
 		if (vm->mb_state[mb] != VMEM_SHIM_MB_NORMAL) {
 			dev_info_ratelimited(&vm->vdev->dev,
 					     "onlining memory block at %#llx refused: being unplugged\n",
+					     start);
+			rc = NOTIFY_BAD;
+		} else if (!vmem_shim_unit_known(vm, mb / vm->mbs_per_unit)) {
+			/*
+			 * Not scanned yet, or FOREIGN: which of its memory is
+			 * plugged is not known, so none may reach the buddy
+			 * (upstream refuses blocks it does not know too), in
+			 * either mode.
+			 */
+			dev_info_ratelimited(&vm->vdev->dev,
+					     "onlining memory block at %#llx refused: not known to be plugged\n",
 					     start);
 			rc = NOTIFY_BAD;
 		}
@@ -764,7 +1202,10 @@ static int vmem_shim_memory_notify(struct notifier_block *nb, unsigned long acti
 	case MEM_CANCEL_OFFLINE:
 		if (!vm->hotplug_active)
 			break;
-		if (vm->mb_state[mb] == VMEM_SHIM_MB_FAKE_DROPPED) {
+		if (vm->sbm && vm->mb_state[mb] == VMEM_SHIM_MB_FAKE_DROPPED) {
+			vmem_shim_sbm_offline_refs(vm, mb, false);
+			WRITE_ONCE(vm->mb_state[mb], VMEM_SHIM_MB_NORMAL);
+		} else if (vm->mb_state[mb] == VMEM_SHIM_MB_FAKE_DROPPED) {
 			for (i = 0; i < nr; i++)
 				page_ref_inc(pfn_to_page(pfn + i));
 			memhp_cancel_offline_managed(pfn_to_page(pfn), nr);
@@ -774,6 +1215,14 @@ static int vmem_shim_memory_notify(struct notifier_block *nb, unsigned long acti
 		mutex_unlock(&vm->hotplug_mutex);
 		break;
 	case MEM_OFFLINE:
+		if (!vm->hotplug_active)
+			break;
+		/* sbm: our pages went with the block; onlining sorts them again. */
+		if (vm->sbm)
+			WRITE_ONCE(vm->mb_state[mb], VMEM_SHIM_MB_NORMAL);
+		vm->hotplug_active = false;
+		mutex_unlock(&vm->hotplug_mutex);
+		break;
 	case MEM_ONLINE:
 	case MEM_CANCEL_ONLINE:
 		if (!vm->hotplug_active)
@@ -792,15 +1241,26 @@ static void vmem_shim_set_unit(struct vmem_shim *vm, unsigned long id, u8 state)
 {
 	u8 old = vm->units[id];
 
-	if (old == VMEM_SHIM_UNIT_PLUGGED || old == VMEM_SHIM_UNIT_ADDED)
+	/* sbm counts plugged bytes by sub-block: vmem_shim_sb_mark(). */
+	if (!vm->sbm && (old == VMEM_SHIM_UNIT_PLUGGED || old == VMEM_SHIM_UNIT_ADDED))
 		vm->plugged -= vm->unit_size;
 	if (old == VMEM_SHIM_UNIT_ADDED)
 		vm->added -= vm->unit_size;
-	if (state == VMEM_SHIM_UNIT_PLUGGED || state == VMEM_SHIM_UNIT_ADDED)
+	if (!vm->sbm && (state == VMEM_SHIM_UNIT_PLUGGED || state == VMEM_SHIM_UNIT_ADDED))
 		vm->plugged += vm->unit_size;
 	if (state == VMEM_SHIM_UNIT_ADDED)
 		vm->added += vm->unit_size;
-	vm->units[id] = state;
+	WRITE_ONCE(vm->units[id], state);
+}
+
+/* sbm: mark all sub-blocks of unit @id plugged or unplugged. */
+static void vmem_shim_sb_mark_unit(struct vmem_shim *vm, unsigned long id, bool plugged)
+{
+	if (!vm->sbm)
+		return;
+	mutex_lock(&vm->hotplug_mutex);
+	vmem_shim_sb_mark(vm, id, 0, vm->sbs_per_mb, plugged);
+	mutex_unlock(&vm->hotplug_mutex);
 }
 
 /*
@@ -872,8 +1332,10 @@ static int vmem_shim_plug_units(struct vmem_shim *vm, unsigned long first,
 	rc = vmem_shim_change_range(vm, VIRTIO_MEM_REQ_PLUG, start, size);
 	if (rc)
 		return rc;
-	for (id = first; id < first + count; id++)
+	for (id = first; id < first + count; id++) {
+		vmem_shim_sb_mark_unit(vm, id, true);
 		vmem_shim_set_unit(vm, id, VMEM_SHIM_UNIT_PLUGGED);
+	}
 
 	for (id = first; id < first + count; id += n) {
 		u64 s = vmem_shim_unit_start(vm, id);
@@ -891,9 +1353,11 @@ static int vmem_shim_plug_units(struct vmem_shim *vm, unsigned long first,
 				continue;
 			if (!err)
 				err = rc;
-			if (!vmem_shim_change_range(vm, VIRTIO_MEM_REQ_UNPLUG,
-						    vmem_shim_unit_start(vm, i), vm->unit_size))
-				vmem_shim_set_unit(vm, i, VMEM_SHIM_UNIT_UNPLUGGED);
+			if (vmem_shim_change_range(vm, VIRTIO_MEM_REQ_UNPLUG,
+						   vmem_shim_unit_start(vm, i), vm->unit_size))
+				continue;
+			vmem_shim_sb_mark_unit(vm, i, false);
+			vmem_shim_set_unit(vm, i, VMEM_SHIM_UNIT_UNPLUGGED);
 		}
 	}
 	return err;
@@ -929,10 +1393,208 @@ static int vmem_shim_remove_unit(struct vmem_shim *vm, unsigned long id)
 	return 0;
 }
 
-static int vmem_shim_unplug_unit(struct vmem_shim *vm, unsigned long id)
+static long vmem_shim_pick_plug(struct vmem_shim *vm)
+{
+	unsigned long id;
+
+	/* Never one with memory present in Linux: it is not ours. */
+	for (id = 0; id < vm->nr_usable; id++)
+		if (vm->units[id] == VMEM_SHIM_UNIT_UNPLUGGED &&
+		    !vmem_shim_unit_present(vm, id))
+			return id;
+	return -1;
+}
+
+/*
+ * sbm: unplug up to @want plugged sub-blocks of unit @id, highest first, in
+ * runs of one request each (all of a fully plugged block at once, as
+ * upstream's fast path; sub-block by sub-block once a run could not be
+ * evacuated). Sub-blocks of an online block are evacuated first and stay
+ * fake-offline. Once none is plugged, the block is offlined and removed.
+ * Returns 0 if anything went, else the first error (also in *@err); a
+ * device error (-EAGAIN, -ENOSPC, -ETXTBSY, -EIO) is returned at once.
+ */
+static int vmem_shim_sbm_unplug_unit(struct vmem_shim *vm, unsigned long id,
+				     unsigned long want, int *err)
+{
+	unsigned long sb = vm->sbs_per_mb, done = 0, lo, hi, n;
+	bool added = vm->units[id] == VMEM_SHIM_UNIT_ADDED;
+	bool online, single = false;
+	int rc = 0;
+
+	*err = 0;
+	mutex_lock(&vm->hotplug_mutex);
+	online = added && vmem_shim_mb_online(vm, id);
+	while (sb && done < want) {
+		hi = sb - 1;
+		if (!vmem_shim_sb_test(vm, id, hi)) {
+			sb = hi;
+			continue;
+		}
+		lo = hi;
+		while (!single && lo && vmem_shim_sb_test(vm, id, lo - 1) &&
+		       hi - lo + 1 < want - done)
+			lo--;
+		n = hi - lo + 1;
+		if (online) {
+			rc = vmem_shim_sbm_fake_offline(vm, id, lo, n);
+			if (rc && n > 1) {
+				single = true;
+				continue;
+			}
+			if (rc) {
+				vm->nr_sb_busy++;
+				if (!*err)
+					*err = rc;
+				rc = 0;
+				if (fatal_signal_pending(current))
+					break;
+				sb = hi;
+				continue;
+			}
+		}
+		rc = vmem_shim_change_range(vm, VIRTIO_MEM_REQ_UNPLUG,
+					    PFN_PHYS(vmem_shim_sb_pfn(vm, id, lo)),
+					    (u64)n * vm->sb_size);
+		if (rc) {
+			if (online)
+				vmem_shim_sbm_fake_online(vmem_shim_sb_pfn(vm, id, lo),
+							  n * vmem_shim_sb_pages(vm));
+			goto out_unlock;
+		}
+		vmem_shim_sb_mark(vm, id, lo, n, false);
+		vm->nr_sb_unplugged += n;
+		done += n;
+		sb = lo;
+	}
+out_unlock:
+	mutex_unlock(&vm->hotplug_mutex);
+	if (vmem_shim_sb_weight(vm, id))
+		goto out;
+	if (!added) {
+		vmem_shim_set_unit(vm, id, VMEM_SHIM_UNIT_UNPLUGGED);
+		goto out;
+	}
+	/* All unplugged and fake-offline: offlining only skips our pages. */
+	if (!offline_and_remove_memory(vmem_shim_unit_start(vm, id), vm->unit_size)) {
+		mutex_lock(&vm->hotplug_mutex);
+		WRITE_ONCE(vm->mb_state[id], VMEM_SHIM_MB_NORMAL);
+		mutex_unlock(&vm->hotplug_mutex);
+		vmem_shim_set_unit(vm, id, VMEM_SHIM_UNIT_UNPLUGGED);
+		vm->nr_removed++;
+	} else {
+		/* Stays added and empty; removed again by the next unplug. */
+		vm->nr_remove_failed++;
+	}
+out:
+	if (rc)
+		return rc;
+	return done ? 0 : *err;
+}
+
+/*
+ * sbm: plug the sub-blocks [sb, sb + n) of the added unit @id with one
+ * request; in an online block they go to the buddy at once.
+ */
+static int vmem_shim_sbm_plug_sbs(struct vmem_shim *vm, unsigned long id,
+				  unsigned long sb, unsigned long n)
 {
 	int rc;
 
+	rc = vmem_shim_change_range(vm, VIRTIO_MEM_REQ_PLUG,
+				    PFN_PHYS(vmem_shim_sb_pfn(vm, id, sb)),
+				    (u64)n * vm->sb_size);
+	if (rc)
+		return rc;
+	mutex_lock(&vm->hotplug_mutex);
+	vmem_shim_sb_mark(vm, id, sb, n, true);
+	if (vmem_shim_mb_online(vm, id))
+		vmem_shim_sbm_fake_online(vmem_shim_sb_pfn(vm, id, sb),
+					  n * vmem_shim_sb_pages(vm));
+	mutex_unlock(&vm->hotplug_mutex);
+	vm->nr_sb_plugged += n;
+	return 0;
+}
+
+/*
+ * sbm: plug the first @n (< sbs_per_mb) sub-blocks of the UNPLUGGED unit @id
+ * and add it; onlining (the system's policy) gives only those to the buddy.
+ */
+static int vmem_shim_sbm_plug_new(struct vmem_shim *vm, unsigned long id,
+				  unsigned long n)
+{
+	u64 start = vmem_shim_unit_start(vm, id);
+	int rc;
+
+	rc = vmem_shim_change_range(vm, VIRTIO_MEM_REQ_PLUG, start,
+				    (u64)n * vm->sb_size);
+	if (rc)
+		return rc;
+	mutex_lock(&vm->hotplug_mutex);
+	vmem_shim_sb_mark(vm, id, 0, n, true);
+	mutex_unlock(&vm->hotplug_mutex);
+	vm->nr_sb_plugged += n;
+	vmem_shim_set_unit(vm, id, VMEM_SHIM_UNIT_PLUGGED);
+	rc = vmem_shim_add_unit(vm, id);
+	if (!rc)
+		return 0;
+	if (!vmem_shim_change_range(vm, VIRTIO_MEM_REQ_UNPLUG, start,
+				    (u64)n * vm->sb_size)) {
+		mutex_lock(&vm->hotplug_mutex);
+		vmem_shim_sb_mark(vm, id, 0, n, false);
+		mutex_unlock(&vm->hotplug_mutex);
+		vmem_shim_set_unit(vm, id, VMEM_SHIM_UNIT_UNPLUGGED);
+	}
+	return rc;
+}
+
+/*
+ * sbm: plug up to @want sub-blocks: into added blocks with unplugged
+ * sub-blocks first (lowest first), then whole new blocks (batched as in
+ * big-block mode), then a partial new block. 0 when something was
+ * plugged, 1 when there is no room, else -errno.
+ */
+static int vmem_shim_sbm_plug(struct vmem_shim *vm, unsigned long want)
+{
+	unsigned long id, sb, n, max;
+	long pick;
+
+	for (id = 0; id < vm->nr_usable; id++) {
+		if (vm->units[id] != VMEM_SHIM_UNIT_ADDED)
+			continue;
+		for (sb = 0; sb < vm->sbs_per_mb; sb++)
+			if (!vmem_shim_sb_test(vm, id, sb))
+				break;
+		if (sb == vm->sbs_per_mb)
+			continue;
+		n = 1;
+		while (sb + n < vm->sbs_per_mb && n < want &&
+		       !vmem_shim_sb_test(vm, id, sb + n))
+			n++;
+		return vmem_shim_sbm_plug_sbs(vm, id, sb, n);
+	}
+	pick = vmem_shim_pick_plug(vm);
+	if (pick < 0)
+		return 1;
+	if (want < vm->sbs_per_mb)
+		return vmem_shim_sbm_plug_new(vm, pick, want);
+	max = want / vm->sbs_per_mb;
+	max = min_t(u64, max, max_t(u64, 1, div64_u64((u64)VMEM_SHIM_MAX_BLOCKS_PER_REQ *
+						       vm->block_size, vm->unit_size)));
+	max = min(max, READ_ONCE(vmem_shim_plug_batch) ?: max);
+	n = 1;
+	while (n < max && pick + n < vm->nr_usable &&
+	       vm->units[pick + n] == VMEM_SHIM_UNIT_UNPLUGGED)
+		n++;
+	return vmem_shim_plug_units(vm, pick, n);
+}
+
+static int vmem_shim_unplug_unit(struct vmem_shim *vm, unsigned long id)
+{
+	int rc, err;
+
+	if (vm->sbm)
+		return vmem_shim_sbm_unplug_unit(vm, id, ULONG_MAX, &err);
 	if (vm->units[id] == VMEM_SHIM_UNIT_ADDED) {
 		rc = vmem_shim_remove_unit(vm, id);
 		if (rc)
@@ -958,6 +1620,21 @@ static int vmem_shim_unplug_class(struct vmem_shim *vm, unsigned long id)
 		return 0;
 	if (vm->units[id] != VMEM_SHIM_UNIT_ADDED)
 		return -1;
+	if (vm->sbm) {
+		unsigned long w = vmem_shim_sb_weight(vm, id);
+
+		/*
+		 * Partially plugged blocks first, so that whole blocks go;
+		 * then as in bbm.
+		 */
+		if (!w)
+			return -1;
+		if (!vmem_shim_mb_online(vm, id))
+			return w < vm->sbs_per_mb ? 1 : 2;
+		if (vmem_shim_mb_movable(vm, id))
+			return w < vm->sbs_per_mb ? 3 : 5;
+		return w < vm->sbs_per_mb ? 4 : 6;
+	}
 	for (i = 0; i < vm->mbs_per_unit; i++) {
 		if (!vmem_shim_mb_online(vm, mb + i))
 			continue;
@@ -988,16 +1665,6 @@ static long vmem_shim_pick_unplug(struct vmem_shim *vm, const unsigned long *tri
 		}
 	}
 	return best;
-}
-
-static long vmem_shim_pick_plug(struct vmem_shim *vm)
-{
-	unsigned long id;
-
-	for (id = 0; id < vm->nr_usable; id++)
-		if (vm->units[id] == VMEM_SHIM_UNIT_UNPLUGGED)
-			return id;
-	return -1;
 }
 
 static void vmem_shim_report_shortfall(struct vmem_shim *vm, u64 bytes, int err)
@@ -1051,12 +1718,22 @@ static int vmem_shim_reconcile(struct vmem_shim *vm, unsigned long *tried)
 		if (atomic_read(&vm->config_changed))
 			return -EAGAIN;
 		goal = vmem_shim_goal(vm);
-		if (vm->plugged + vm->unit_size <= goal) {
+		if (vm->plugged + vm->gran <= goal) {
 			unsigned long n = 1, max;
 
 			/* Stalled by NACKs: no PLUG until a new target. */
 			if (vmem_shim_nack_level(vm) >= 2)
 				return -ENOSPC;
+			if (vm->sbm) {
+				rc = vmem_shim_sbm_plug(vm, div64_u64(goal - vm->plugged,
+								      vm->sb_size));
+				if (rc < 0)
+					return rc;
+				if (rc)
+					break;	/* no room left */
+				grew = true;
+				continue;
+			}
 
 			pick = vmem_shim_pick_plug(vm);
 			if (pick < 0)
@@ -1086,7 +1763,17 @@ static int vmem_shim_reconcile(struct vmem_shim *vm, unsigned long *tried)
 			return first_err ?: -EBUSY;
 		}
 		set_bit(pick, tried);
-		rc = vmem_shim_unplug_unit(vm, pick);
+		if (vm->sbm) {
+			int err;
+
+			rc = vmem_shim_sbm_unplug_unit(vm, pick,
+						       div64_u64(vm->plugged - goal, vm->sb_size),
+						       &err);
+			if (!rc && err && !first_err)
+				first_err = err;
+		} else {
+			rc = vmem_shim_unplug_unit(vm, pick);
+		}
 		/*
 		 * The device's answer, not this unit's: no other candidate
 		 * (BUSY, e.g. during migration, would refuse them all after
@@ -1101,6 +1788,10 @@ static int vmem_shim_reconcile(struct vmem_shim *vm, unsigned long *tried)
 			shrank = true;
 	}
 	vmem_shim_report_shortfall(vm, 0, 0);
+	/* sbm: blocks left added and empty by a failed removal. */
+	for (id = 0; vm->sbm && id < vm->nr_units; id++)
+		if (vm->units[id] == VMEM_SHIM_UNIT_ADDED && !vmem_shim_sb_weight(vm, id))
+			vmem_shim_sbm_unplug_unit(vm, id, 0, &rc);
 	if (grew)
 		vm->last_grow_ns = ktime_get_ns() - t0;
 	if (shrank)
@@ -1117,15 +1808,30 @@ static int vmem_shim_reconcile(struct vmem_shim *vm, unsigned long *tried)
 static int vmem_shim_startup(struct vmem_shim *vm)
 {
 	u64 usable_end = vm->addr + vm->usable_region_size;
-	unsigned long id, mb, i;
+	unsigned long id, mb;
 	bool present_any = false;
 	int rc;
 
-	if (!vm->dev_plugged_size)
-		return 0;
 	for (mb = 0; mb < vm->nr_units * vm->mbs_per_unit; mb++)
 		if (pfn_valid(vmem_shim_mb_pfn(vm, mb)))
 			present_any = true;
+	if (!vm->dev_plugged_size) {
+		/*
+		 * Blocks a previous instance could not remove (an unload
+		 * killed midway) while the device holds nothing plugged:
+		 * none of their memory is ours to give out, so none of these
+		 * units may be plugged into or onlined.
+		 */
+		for (id = 0; present_any && id < vm->nr_units; id++) {
+			if (!vmem_shim_unit_present(vm, id))
+				continue;
+			vmem_shim_set_unit(vm, id, VMEM_SHIM_UNIT_FOREIGN);
+			dev_warn(&vm->vdev->dev,
+				 "memory %#llx+%#llx is present but nothing is plugged: left alone\n",
+				 vmem_shim_unit_start(vm, id), vm->unit_size);
+		}
+		return 0;
+	}
 	if (!present_any) {
 		dev_info(&vm->vdev->dev,
 			 "%llu bytes plugged but unused at bind: UNPLUG_ALL\n",
@@ -1139,11 +1845,8 @@ static int vmem_shim_startup(struct vmem_shim *vm)
 	for (id = 0; id < vm->nr_units; id++) {
 		u64 start = vmem_shim_unit_start(vm, id);
 		u64 end = min(start + vm->unit_size, usable_end);
-		bool present = false;
+		bool present = vmem_shim_unit_present(vm, id);
 
-		for (i = 0; i < vm->mbs_per_unit; i++)
-			if (pfn_valid(vmem_shim_mb_pfn(vm, id * vm->mbs_per_unit + i)))
-				present = true;
 		if (start >= usable_end)
 			rc = VIRTIO_MEM_STATE_UNPLUGGED;
 		else
@@ -1154,6 +1857,10 @@ static int vmem_shim_startup(struct vmem_shim *vm)
 		if (rc == VIRTIO_MEM_STATE_PLUGGED && end < start + vm->unit_size)
 			rc = VIRTIO_MEM_STATE_MIXED;
 		if (rc == VIRTIO_MEM_STATE_PLUGGED) {
+			/* A retried startup (BUSY) meets units it adopted. */
+			if (vm->units[id] != VMEM_SHIM_UNIT_PLUGGED &&
+			    vm->units[id] != VMEM_SHIM_UNIT_ADDED)
+				vmem_shim_sb_mark_unit(vm, id, true);
 			vmem_shim_set_unit(vm, id, present ? VMEM_SHIM_UNIT_ADDED :
 						       VMEM_SHIM_UNIT_PLUGGED);
 			if (present)
@@ -1161,7 +1868,12 @@ static int vmem_shim_startup(struct vmem_shim *vm)
 					 "adopted plugged memory %#llx+%#llx\n",
 					 start, vm->unit_size);
 		} else if (present) {
+			bool was_ours = vmem_shim_unit_known(vm, id);
+
 			vmem_shim_set_unit(vm, id, VMEM_SHIM_UNIT_FOREIGN);
+			/* A retried startup demotes a unit it adopted. */
+			if (was_ours)
+				vmem_shim_sb_mark_unit(vm, id, false);
 			dev_warn(&vm->vdev->dev,
 				 "memory %#llx+%#llx is in use but not fully plugged: left alone\n",
 				 start, vm->unit_size);
@@ -1290,12 +2002,20 @@ static ssize_t block_size_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(block_size);
 
+/* What the plugged size moves by: the sub-block (sbm) or the unit (bbm). */
 static ssize_t unit_size_show(struct device *dev,
 			      struct device_attribute *attr, char *buf)
 {
-	return sysfs_emit(buf, "%llu\n", dev_to_vms(dev)->unit_size);
+	return sysfs_emit(buf, "%llu\n", dev_to_vms(dev)->gran);
 }
 static DEVICE_ATTR_RO(unit_size);
+
+static ssize_t mode_show(struct device *dev, struct device_attribute *attr,
+			 char *buf)
+{
+	return sysfs_emit(buf, "%s\n", dev_to_vms(dev)->sbm ? "sbm" : "bbm");
+}
+static DEVICE_ATTR_RO(mode);
 
 static ssize_t region_show(struct device *dev, struct device_attribute *attr,
 			   char *buf)
@@ -1425,7 +2145,7 @@ static ssize_t target_size_store(struct device *dev,
 	ret = vmem_shim_parse_size(buf, &t);
 	if (ret)
 		return ret;
-	if (!IS_ALIGNED(t, vm->unit_size))
+	if (!IS_ALIGNED(t, vm->gran))
 		return -EINVAL;
 	cap = (u64)READ_ONCE(vm->nr_usable) * vm->unit_size;
 	if (t > cap)
@@ -1450,6 +2170,7 @@ static struct attribute *vmem_shim_attrs[] = {
 	&dev_attr_target_size.attr,
 	&dev_attr_unplug_shortfall.attr,
 	&dev_attr_state.attr,
+	&dev_attr_mode.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(vmem_shim);
@@ -1463,20 +2184,24 @@ static int vmem_shim_blocks_show(struct seq_file *m, void *unused)
 
 	if (mutex_lock_interruptible(&vm->lock))
 		return -EINTR;
-	seq_puts(m, "# unit memory_block phys_start unit_state online zone fake\n");
+	seq_puts(m, "# unit memory_block phys_start unit_state online zone fake [plugged_sub_blocks]\n");
 	for (id = 0; id < vm->nr_units; id++) {
 		for (i = 0; i < vm->mbs_per_unit; i++) {
 			unsigned long mb = id * vm->mbs_per_unit + i;
 			unsigned long pfn = vmem_shim_mb_pfn(vm, mb);
 			struct page *page = pfn_to_online_page(pfn);
 
-			seq_printf(m, "%lu %llu %#llx %s%s %s %s %s\n", id,
+			seq_printf(m, "%lu %llu %#llx %s%s %s %s %s", id,
 				   div64_u64(PFN_PHYS(pfn), vm->mb_size),
 				   (u64)PFN_PHYS(pfn), vmem_shim_unit_names[vm->units[id]],
 				   id < vm->nr_usable ? "" : "(unusable)",
 				   page ? "online" : "offline",
 				   page ? page_zone(page)->name : "-",
 				   vmem_shim_mb_names[READ_ONCE(vm->mb_state[mb])]);
+			if (vm->sbm)
+				seq_printf(m, " %lu/%lu", vmem_shim_sb_weight(vm, mb),
+					   vm->sbs_per_mb);
+			seq_putc(m, '\n');
 		}
 	}
 	mutex_unlock(&vm->lock);
@@ -1506,6 +2231,9 @@ static int vmem_shim_stats_show(struct seq_file *m, void *unused)
 		   vm->last_shrink_ns);
 	seq_printf(m, "nack_level %u\nbroken %d\n", vmem_shim_nack_level(vm),
 		   vm->broken);
+	seq_printf(m, "mode %s\nsub_block_size %llu\nsub_blocks_plugged %lu\nsub_blocks_unplugged %lu\nsub_blocks_busy %lu\n",
+		   vm->sbm ? "sbm" : "bbm", vm->sbm ? vm->sb_size : 0,
+		   vm->nr_sb_plugged, vm->nr_sb_unplugged, vm->nr_sb_busy);
 	mutex_unlock(&vm->lock);
 	return 0;
 }
@@ -1513,11 +2241,40 @@ DEFINE_SHOW_ATTRIBUTE(vmem_shim_stats);
 
 /* --- probe / remove ---------------------------------------------------- */
 
+/* Units, their number and the plug granularity, for vm->sbm. */
+static int vmem_shim_layout(struct vmem_shim *vm)
+{
+	struct range pluggable;
+	u64 end;
+
+	if (vm->sbm) {
+		vm->unit_size = vm->mb_size;
+		vm->sbs_per_mb = div64_u64(vm->mb_size, vm->sb_size);
+		vm->gran = vm->sb_size;
+	} else {
+		vm->unit_size = max_t(u64, vm->block_size, vm->mb_size);
+		vm->sbs_per_mb = 0;
+		vm->gran = vm->unit_size;
+	}
+	vm->mbs_per_unit = div64_u64(vm->unit_size, vm->mb_size);
+	pluggable = mhp_get_pluggable_range(true);
+	vm->base = ALIGN(max_t(u64, vm->addr, pluggable.start), vm->unit_size);
+	end = min_t(u64, vm->addr + vm->region_size, pluggable.end + 1);
+	end = round_down(end, vm->unit_size);
+	if (end <= vm->base) {
+		dev_err(&vm->vdev->dev, "region %#llx+%#llx holds no %#llx unit\n",
+			vm->addr, vm->region_size, vm->unit_size);
+		return -EINVAL;
+	}
+	vm->nr_units = div64_u64(end - vm->base, vm->unit_size);
+	vmem_shim_update_usable(vm);
+	return 0;
+}
+
 static int vmem_shim_read_config(struct vmem_shim *vm)
 {
 	struct virtio_device *vdev = vm->vdev;
-	struct range pluggable;
-	u64 end;
+	int mode;
 	u16 node_id;
 
 	virtio_cread_le(vdev, struct virtio_mem_config, block_size,
@@ -1549,20 +2306,14 @@ static int vmem_shim_read_config(struct vmem_shim *vm)
 		vm->nid = memory_add_physaddr_to_nid(vm->addr);
 
 	vm->mb_size = memory_block_size_bytes();
-	vm->unit_size = max_t(u64, vm->block_size, vm->mb_size);
-	vm->mbs_per_unit = div64_u64(vm->unit_size, vm->mb_size);
-	pluggable = mhp_get_pluggable_range(true);
-	vm->base = ALIGN(max_t(u64, vm->addr, pluggable.start), vm->unit_size);
-	end = min_t(u64, vm->addr + vm->region_size, pluggable.end + 1);
-	end = round_down(end, vm->unit_size);
-	if (end <= vm->base) {
-		dev_err(&vdev->dev, "region %#llx+%#llx holds no %#llx unit\n",
-			vm->addr, vm->region_size, vm->unit_size);
-		return -EINVAL;
-	}
-	vm->nr_units = div64_u64(end - vm->base, vm->unit_size);
-	vmem_shim_update_usable(vm);
-	return 0;
+	/* As upstream: sub-blocks of at least a pageblock (alloc_contig_range()). */
+	vm->sb_size = max_t(u64, vm->block_size, PFN_PHYS(pageblock_nr_pages));
+	mode = READ_ONCE(vmem_shim_mode);
+	vm->sbm = vm->sb_size < vm->mb_size && mode != VMEM_SHIM_MODE_BBM;
+	if (mode == VMEM_SHIM_MODE_SBM && !vm->sbm)
+		dev_info(&vdev->dev,
+			 "sub-block mode needs a device block below the memory block size: big-block mode\n");
+	return vmem_shim_layout(vm);
 }
 
 /*
@@ -1606,6 +2357,7 @@ static void vmem_shim_free(struct vmem_shim *vm)
 {
 	kfree(vm->units);
 	kfree(vm->mb_state);
+	bitmap_free(vm->sb_plugged);
 	kfree(vm);
 }
 
@@ -1639,6 +2391,25 @@ static int vmem_shim_probe(struct virtio_device *vdev)
 	rc = vmem_shim_read_config(vm);
 	if (rc)
 		goto err_free;
+	/*
+	 * Sub-block mode needs the online_page callback; another driver
+	 * (upstream virtio_mem, hv_balloon) may hold it: big-block mode then.
+	 */
+	if (vm->sbm && vmem_shim_sbm_register(vm)) {
+		dev_warn(&vdev->dev,
+			 "online_page callback taken by another driver: big-block mode\n");
+		vm->sbm = false;
+		rc = vmem_shim_layout(vm);
+		if (rc)
+			goto err_free;
+	}
+	if (vm->sbm) {
+		vm->sb_plugged = bitmap_zalloc(vm->nr_units * vm->sbs_per_mb, GFP_KERNEL);
+		if (!vm->sb_plugged) {
+			rc = -ENOMEM;
+			goto err_sbm;
+		}
+	}
 	vm->units = kcalloc(vm->nr_units, 1, GFP_KERNEL);
 	vm->mb_state = kcalloc(vm->nr_units * vm->mbs_per_unit, 1, GFP_KERNEL);
 	/*
@@ -1649,13 +2420,13 @@ static int vmem_shim_probe(struct virtio_device *vdev)
 	vm->resource_name = kstrdup_const(VMEM_SHIM_RESOURCE_NAME, GFP_KERNEL);
 	if (!vm->units || !vm->mb_state || !vm->resource_name) {
 		rc = -ENOMEM;
-		goto err_free;
+		goto err_sbm;
 	}
 
 	vm->vq = virtio_find_single_vq(vdev, vmem_shim_vq_done, "guest-request");
 	if (IS_ERR(vm->vq)) {
 		rc = PTR_ERR(vm->vq);
-		goto err_free;
+		goto err_sbm;
 	}
 
 	vmem_shim_request_parent(vm);
@@ -1667,15 +2438,18 @@ static int vmem_shim_probe(struct virtio_device *vdev)
 	rc = register_memory_notifier(&vm->memory_nb);
 	if (rc)
 		goto err_group;
+	if (vm->sbm)
+		vmem_shim_sbm_list_add(vm);
 
 	vm->dbg = debugfs_create_dir(dev_name(&vdev->dev), vmem_shim_debugfs_root);
 	debugfs_create_file("blocks", 0400, vm->dbg, vm, &vmem_shim_blocks_fops);
 	debugfs_create_file("stats", 0400, vm->dbg, vm, &vmem_shim_stats_fops);
 
 	dev_info(&vdev->dev,
-		 "region %#llx+%#llx block %#llx unit %#llx node %d: %lu units, %lu usable, requested %llu plugged %llu\n",
+		 "region %#llx+%#llx block %#llx unit %#llx node %d, %s mode (plugs by %#llx): %lu units, %lu usable, requested %llu plugged %llu\n",
 		 vm->addr, vm->region_size, vm->block_size, vm->unit_size,
-		 vm->nid, vm->nr_units, vm->nr_usable, vm->requested_size,
+		 vm->nid, vm->sbm ? "sub-block" : "big-block", vm->gran,
+		 vm->nr_units, vm->nr_usable, vm->requested_size,
 		 vm->dev_plugged_size);
 
 	virtio_device_ready(vdev);
@@ -1688,6 +2462,9 @@ err_group:
 err_parent:
 	vmem_shim_release_parent(vm);
 	vdev->config->del_vqs(vdev);
+err_sbm:
+	if (vm->sbm)
+		vmem_shim_sbm_unregister(vm);
 err_free:
 	vdev->priv = NULL;
 	kfree_const(vm->resource_name);
@@ -1734,6 +2511,9 @@ static void vmem_shim_remove(struct virtio_device *vdev)
 		 */
 		for (try = 0; ; try++) {
 			err = vmem_shim_unplug_unit(vm, id);
+			/* sbm: some sub-blocks may have gone, not all. */
+			if (!err && vm->sbm && vm->units[id] != VMEM_SHIM_UNIT_UNPLUGGED)
+				err = -EBUSY;
 			if (err != -EBUSY || try == VMEM_SHIM_REMOVE_TRIES - 1 ||
 			    fatal_signal_pending(current))
 				break;
@@ -1748,6 +2528,37 @@ static void vmem_shim_remove(struct virtio_device *vdev)
 			 vm->plugged >> 20, rc, vm->added >> 20);
 	mutex_unlock(&vm->lock);
 
+	/*
+	 * Refuse onlining and offlining our blocks from now on; taking the
+	 * mutex waits for one in flight to end (it holds the mutex from
+	 * MEM_GOING_* to the final event).
+	 */
+	mutex_lock(&vm->hotplug_mutex);
+	vm->frozen = true;
+	mutex_unlock(&vm->hotplug_mutex);
+
+	/*
+	 * sbm: an offline block left added must not be onlined without our
+	 * callback (its unplugged sub-blocks would reach the buddy); online
+	 * ones keep their fake-offline pages, which cannot be offlined any
+	 * more, as with upstream virtio_mem.
+	 */
+	if (vm->sbm) {
+		for (id = 0; id < vm->nr_units; id++) {
+			if (vm->units[id] != VMEM_SHIM_UNIT_ADDED ||
+			    vmem_shim_mb_online(vm, id) ||
+			    vmem_shim_sb_weight(vm, id) == vm->sbs_per_mb)
+				continue;
+			if (offline_and_remove_memory(vmem_shim_unit_start(vm, id),
+						      vm->unit_size))
+				dev_warn(&vdev->dev,
+					 "partially plugged offline memory %#llx could not be removed\n",
+					 vmem_shim_unit_start(vm, id));
+			else
+				vmem_shim_set_unit(vm, id, VMEM_SHIM_UNIT_UNPLUGGED);
+		}
+		vmem_shim_sbm_unregister(vm);
+	}
 	unregister_memory_notifier(&vm->memory_nb);
 	/*
 	 * Blocks left behind keep their group, nest in the parent and keep

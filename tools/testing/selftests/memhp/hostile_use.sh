@@ -21,7 +21,11 @@
 #                   through plugging 1 GiB); reproduction 1 of the issue:
 #                   512 MiB plugged with auto_online_blocks=online_kernel,
 #                   a tmpfs with 20,000 files and 300 MB, rmmod: what
-#                   cannot be unplugged stays as System RAM
+#                   cannot be unplugged stays as System RAM;
+#                   sub-block mode: 130 MiB plugged (a partially plugged
+#                   block, offlined by user space); unload midway through
+#                   unplugging 1000 MiB to 2 MiB (partial blocks, sub-blocks
+#                   fake-offline)
 #
 #   readers (after each unload)
 #     /proc/iomem               cat, and grep "System RAM"
@@ -49,7 +53,7 @@ TRACE=/sys/kernel/tracing
 DEBUG=/sys/kernel/debug
 MODS="migrate_test buddy_split pfn_lookup sparse_hotplug virtio_mem_shim"
 READERS=4
-STATES=14
+STATES=16
 PAIRS_RAN=0
 UNLOAD_BOUND=120
 READ_BOUND=60
@@ -486,9 +490,11 @@ ST_IDLE="idle (bound, nothing plugged)"
 ST_MID="mid-work (unload while plugging 1 GiB)"
 ST_PLUGGED="512 MiB plugged online_movable"
 ST_REPRO1="reproduction 1 (512 MiB online_kernel, tmpfs 20000 files 300 MB)"
+ST_PARTIAL="sbm: 130 MiB plugged, partial block offlined by user space"
+ST_SBM_MID="sbm: unload while unplugging 1000 MiB to 2 MiB"
 NS="not selected (HOSTILE_USE_ONLY)"
 if [ -z "$SHIM_DEV" ] || [ -z "$SHIM_KO" ]; then
-	for st in "$ST_IDLE" "$ST_MID" "$ST_PLUGGED" "$ST_REPRO1"; do
+	for st in "$ST_IDLE" "$ST_MID" "$ST_PLUGGED" "$ST_REPRO1" "$ST_PARTIAL" "$ST_SBM_MID"; do
 		skip_state virtio_mem_shim "$st" "no virtio-mem device or no virtio_mem_shim.ko"
 	done
 else
@@ -537,6 +543,50 @@ else
 		unload_case virtio_mem_shim "$ST_MID" $ok
 	else
 		skip_state virtio_mem_shim "$ST_MID" "$NS"
+	fi
+
+	# Sub-block mode: a partially plugged block (2 of its 64 sub-blocks),
+	# offlined by user space (its fake-offline sub-blocks skipped), then
+	# unload.
+	if want virtio_mem_shim "$ST_PARTIAL"; then
+		ok=0
+		if shim_load movable && [ "$(cat "$SHIM_DEV/mode")" = sbm ]; then
+			request $((130 * MIB))
+			if wait_for 120 plugged_is $((130 * MIB)); then
+				b=$(awk '$4 == "added" && $NF != "64/64" { print $2; exit }' \
+					$DEBUG/virtio_mem_shim/*/blocks)
+				[ -n "$b" ] && echo offline > "$MEMORY_SYSFS/memory$b/state"
+				ktap_print_msg "partial block memory$b: $(block_state "$b")"
+				[ "$(block_state "$b")" = offline ] &&
+					unload virtio_mem_shim && [ "$(qmp_memdev_size vm0)" = 0 ] &&
+					[ "$(meminfo_kb MemTotal)" = "$memtotal0" ] && ok=1
+			fi
+			request 0
+		fi
+		ktap_print_msg "MemTotal $memtotal0 -> $(meminfo_kb MemTotal) kB"
+		unload_case virtio_mem_shim "$ST_PARTIAL" $ok
+	else
+		skip_state virtio_mem_shim "$ST_PARTIAL" "$NS"
+	fi
+
+	if want virtio_mem_shim "$ST_SBM_MID"; then
+		ok=0
+		if shim_load movable && [ "$(cat "$SHIM_DEV/mode")" = sbm ]; then
+			# vm0 is 1 GiB here: 1000 MiB, not a multiple of a block.
+			request $((1000 * MIB))
+			if wait_for 120 plugged_is $((1000 * MIB)); then
+				request $((2 * MIB))
+				sleep 0.3
+				ktap_print_msg "plugged $(cat "$SHIM_DEV/plugged_size" 2>/dev/null) when rmmod starts"
+				unload virtio_mem_shim && [ "$(qmp_memdev_size vm0)" = 0 ] &&
+					[ "$(meminfo_kb MemTotal)" = "$memtotal0" ] && ok=1
+			fi
+			request 0
+		fi
+		ktap_print_msg "MemTotal $memtotal0 -> $(meminfo_kb MemTotal) kB"
+		unload_case virtio_mem_shim "$ST_SBM_MID" $ok
+	else
+		skip_state virtio_mem_shim "$ST_SBM_MID" "$NS"
 	fi
 
 	# Reproduction 1: kernel memory in the plugged ZONE_NORMAL memory;

@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # memhp-vm: --append module_blacklist=virtio_mem
 #
-# virtio_mem_shim drives the guest's virtio-mem device vm0 (1 GiB): the
+# virtio_mem_shim in big-block mode (mode=bbm at every load: the guest's
+# 2 MiB device block would select sub-block mode, which
+# virtio_mem_shim_sbm.sh tests; helpers in virtio_mem_shim_lib.sh) drives
+# the guest's virtio-mem device vm0 (1 GiB): the
 # host's requested-size goes 0 -> 1 GiB -> 512 MiB -> 0 (qom-set), and after
 # each step the guest's MemTotal and the host's query-memory-devices size
 # agree with it; the guest-side target_size steers within the host request
@@ -15,8 +18,8 @@
 # reports what could not go, and finishes once the pressure is gone.
 
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/virtio_mem_shim_lib.sh"
 
-MIB=$((1 << 20))
 HOG_PID=
 
 memhp_require_guest
@@ -33,72 +36,9 @@ cleanup()
 }
 trap cleanup EXIT
 
-# The sysfs directory of the virtio-mem device (virtio device id 24).
-vmem_dev()
-{
-	local d
-
-	for d in /sys/bus/virtio/devices/virtio*; do
-		[ "$(cat "$d/device")" = 0x0018 ] && { echo "$d"; return 0; }
-	done
-	return 1
-}
-
-shim_bound()
-{
-	[ "$(basename "$(readlink "$DEV/driver" 2>/dev/null)")" = virtio_mem_shim ]
-}
-
-request()
-{
-	memhp-qmp qom-set path=vm0 property=requested-size value="$1" >/dev/null
-}
-
-# Guest and host agree on BYTES of plugged memory.
-at_size()
-{
-	local want=$1
-
-	[ "$(cat "$DEV/plugged_size" 2>/dev/null)" = "$want" ] &&
-		[ "$(qmp_memdev_size vm0)" = "$want" ] &&
-		[ $(($(meminfo_kb MemTotal) - MEMTOTAL0)) -eq $((want / 1024)) ]
-}
-
-plugged_is()
-{
-	[ "$(cat "$DEV/plugged_size")" = "$1" ]
-}
-
 host_is()
 {
 	[ "$(qmp_memdev_size vm0)" = "$1" ]
-}
-
-state_line()
-{
-	echo "MemTotal +$(($(meminfo_kb MemTotal) - MEMTOTAL0)) kB," \
-	     "guest plugged $(cat "$DEV/plugged_size" 2>/dev/null)," \
-	     "host size $(qmp_memdev_size vm0)"
-}
-
-# step NAME BYTES: request BYTES from the host and check agreement.
-step()
-{
-	request "$2"
-	if wait_for 120 at_size "$2"; then
-		ktap_print_msg "$1: $(state_line)"
-		ktap_test_pass "$1"
-	else
-		ktap_print_msg "$1: $(state_line)"
-		ktap_test_fail "$1"
-	fi
-}
-
-load_shim()
-{
-	memhp_load virtio_mem_shim || return 1
-	shim_bound || echo "$(basename "$DEV")" > /sys/bus/virtio/drivers/virtio_mem_shim/bind 2>/dev/null
-	wait_for 10 shim_bound
 }
 
 DEV=$(vmem_dev) || ktap_exit_fail_msg "no virtio-mem device in this guest"
@@ -109,7 +49,7 @@ if [ "$(basename "$(readlink "$DEV/driver" 2>/dev/null)")" = virtio_mem ]; then
 	ktap_print_msg "unbinding upstream virtio_mem from $(basename "$DEV")"
 	echo "$(basename "$DEV")" > /sys/bus/virtio/drivers/virtio_mem/unbind
 fi
-if load_shim; then
+if load_shim mode=bbm; then
 	ktap_test_pass "shim bound to $(basename "$DEV")"
 else
 	ktap_exit_fail_msg "virtio_mem_shim did not bind"
@@ -117,7 +57,8 @@ fi
 wait_for 30 plugged_is 0
 MEMTOTAL0=$(meminfo_kb MemTotal)
 UNIT=$(cat "$DEV/unit_size")
-ktap_print_msg "block_size $(cat "$DEV/block_size") unit_size $UNIT region $(cat "$DEV/region")"
+ktap_print_msg "block_size $(cat "$DEV/block_size") unit_size $UNIT mode $(cat "$DEV/mode") region $(cat "$DEV/region")"
+[ "$(cat "$DEV/mode")" = bbm ] || ktap_exit_fail_msg "mode=bbm asked, mode is $(cat "$DEV/mode")"
 
 # 1. Follow the host: 0 -> 1 GiB -> 512 MiB -> 0.
 step "host requests 1 GiB" $((1024 * MIB))
@@ -228,7 +169,7 @@ plugging()
 {
 	[ "$(cat "$DEV/plugged_size")" != 0 ]
 }
-if [ $ok = 1 ] && load_shim; then
+if [ $ok = 1 ] && load_shim mode=bbm; then
 	wait_for 30 plugging
 	ktap_print_msg "unloading while plugging: $(cat "$DEV/plugged_size") bytes plugged"
 	if rmmod virtio_mem_shim && [ "$(qmp_memdev_size vm0)" = 0 ] &&
@@ -238,7 +179,7 @@ if [ $ok = 1 ] && load_shim; then
 fi
 ktap_test_result "unload unplugs everything, also midway" [ $ok = 2 ]
 ok=0
-load_shim && wait_for 120 at_size $((1024 * MIB)) && ok=1
+load_shim mode=bbm && wait_for 120 at_size $((1024 * MIB)) && ok=1
 ktap_print_msg "after reload: $(state_line)"
 ktap_test_result "reload follows the host request again" [ $ok = 1 ]
 
@@ -290,13 +231,6 @@ HOG_PID=$!
 wait_for 120 test -e /tmp/vms_hog.ready
 ktap_print_msg "hog holds $((hog_kb / 1024)) MiB; MemFree $(meminfo_kb MemFree) kB"
 request 0
-shortfall_reported()
-{
-	local s
-
-	s=$(cat "$DEV/unplug_shortfall")
-	[ "${s%% *}" -gt 0 ] && [ "${s##* }" -lt 0 ]
-}
 ok=0
 if wait_for 120 shortfall_reported; then
 	plugged=$(cat "$DEV/plugged_size")
