@@ -10,7 +10,8 @@
 #         bookworm-backports (a sources entry is added, with the suite's
 #         default pin priority, 100, so nothing else is upgraded: only what
 #         is asked for with -t bookworm-backports comes from it); sparse,
-#         bpftrace, perf, valgrind, python3-venv, ...
+#         bpftrace, perf, valgrind, python3-venv, ndctl and daxctl (76.1:
+#         /usr/bin/cxl, daxctl; the guest's CXL RAM regions and kmem), ...
 #   src:  the pieces of linux-source-6.1 the suite builds against, extracted
 #         to build/ksrc/ (kselftest headers and runner, lib.mk, checkpatch,
 #         tools/include and tools/lib/rbtree.c for the user-space builds),
@@ -40,6 +41,7 @@ APT_PACKAGES=(
 	gcc-12 make perl rsync
 	flex bison libelf-dev
 	dkms
+	ndctl daxctl
 )
 
 # From bookworm-backports (installed with -t bookworm-backports): QEMU 10,

@@ -12,7 +12,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 ktap_print_header
-ktap_set_plan 7
+ktap_set_plan 8
 
 # 1: bad options are refused before anything boots
 "$vm" --mem 4G --maxmem 2G -- true > "$tmp/opts.out" 2>&1
@@ -20,13 +20,19 @@ rc=$?
 ktap_test_result "maxmem below boot memory refused (exit 2, no boot)" \
 	eval '[ $rc = 2 ] && grep -q maxmem "$tmp/opts.out"'
 
-# 2: the command's exit status is the runner's
+# 2: a CXL device that is no multiple of 256 MiB is refused before boot
+"$vm" --cxl 100M -- true > "$tmp/cxl.out" 2>&1
+rc=$?
+ktap_test_result "--cxl 100M refused (exit 2, no boot)" \
+	eval '[ $rc = 2 ] && grep -q "multiple of 256M" "$tmp/cxl.out"'
+
+# 3: the command's exit status is the runner's
 "$vm" --quiet --no-virtio-mem -- 'exit 7' > "$tmp/exit.out" 2>&1
 rc=$?
 ktap_print_msg "exit 7 in the guest -> memhp-vm exit $rc"
 ktap_test_result "guest command status passed through" [ $rc = 7 ]
 
-# 3+4: a kernel WARNING fails the run although the command succeeded;
+# 4+5: a kernel WARNING fails the run although the command succeeded;
 # the same guest first checks that bad input to the debugfs file is
 # rejected without a warning.
 "$vm" --quiet --no-virtio-mem -- '
@@ -42,12 +48,12 @@ ktap_test_result "bad input to provoke_warning rejected" grep -q "^bad input rej
 ktap_test_result "WARNING in the guest log fails the run (exit 125, line shown)" \
 	eval '[ $rc = 125 ] && grep -q "WARNING:" "$tmp/warn.out" && grep -q "provoked on request" "$tmp/warn.out"'
 
-# 5: a guest that runs past --timeout is killed
+# 6: a guest that runs past --timeout is killed
 "$vm" --quiet --no-virtio-mem --timeout 5 -- 'sleep 600' > "$tmp/timeout.out" 2>&1
 rc=$?
 ktap_test_result "guest past --timeout killed (exit 124)" [ $rc = 124 ]
 
-# 6: a page dump announced with memhp-expect lines is no problem, one
+# 7: a page dump announced with memhp-expect lines is no problem, one
 # outside the window is, and a WARNING inside the window still is.
 "$vm" --quiet --no-virtio-mem -- '
 	echo "memhp-expect: begin page dumped because: " > /dev/kmsg
@@ -65,7 +71,7 @@ ktap_test_result "memhp-expect excuses only announced page dumps (exit 125, othe
 	 grep -q "kernel BUG at selftest.c:6!" "$tmp/expect.out" &&
 	 ! grep -q "expected by the selftest" "$tmp/expect.out"'
 
-# 7: offlining's own page dumps (a page it could not isolate or migrate, an
+# 8: offlining's own page dumps (a page it could not isolate or migrate, an
 # unmovable page) are information wherever they come: the run passes and
 # they are counted.
 "$vm" --no-virtio-mem -- '
