@@ -1,0 +1,44 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Helpers shared by the experiments' guest parts (sourced after the
+# selftests' lib.sh; not an experiment itself: run.py takes directories).
+
+# The wall clock in microseconds, without forking.
+now_us()
+{
+	local t=${EPOCHREALTIME/./}
+
+	echo "$t"
+}
+
+# ms_since T0: milliseconds (one decimal) since now_us gave T0.
+ms_since()
+{
+	local t0=$1 t1
+
+	t1=$(now_us)
+	echo "$(( (t1 - t0) / 1000 )).$(( (t1 - t0) % 1000 / 100 ))"
+}
+
+# Memory blocks not in $MEMHP_OUT/.blocks0 (the ones there at the start).
+new_blocks()
+{
+	memory_blocks | comm -13 <(sort "$MEMHP_OUT/.blocks0") <(sort -) | sort -n
+}
+
+have_n_new_blocks()
+{
+	[ "$(new_blocks | wc -l)" -eq "$1" ]
+}
+
+# Record the accelerator in $MEMHP_OUT/accel: KVM guests see kvm-clock;
+# under TCG it is absent.
+record_accel()
+{
+	if grep -qw kvm-clock /sys/devices/system/clocksource/clocksource0/available_clocksource; then
+		echo kvm > "$MEMHP_OUT/accel"
+	else
+		echo tcg > "$MEMHP_OUT/accel"
+	fi
+}
