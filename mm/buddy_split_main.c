@@ -36,6 +36,8 @@
 #include <linux/mmzone.h>
 #include <linux/nodemask.h>
 #include <linux/memory_hotplug.h>
+#include <linux/memory.h>
+#include <linux/spinlock.h>
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
 #include <linux/ktime.h>
@@ -65,6 +67,24 @@ MODULE_PARM_DESC(pinned_sections, "Slots 0..N-1 are pinned, the rest hotplug (de
 static DEFINE_MUTEX(buddy_split_lock);
 static struct bs_arena *arena;		/* protected by buddy_split_lock */
 static unsigned long *chunk_pfn;	/* base pfn of each slot's frames */
+static unsigned long chunk_pages;	/* pages per slot */
+/*
+ * The frames of a slot are one unmovable allocation until unload, and
+ * take_chunk() prefers ZONE_MOVABLE. offline_pages() trusts ZONE_MOVABLE
+ * to hold only movable pages (has_unmovable_pages() does not look there),
+ * isolates such a block and would then retry migrating until a signal:
+ * our frames never move. bs_memory_notify() therefore refuses
+ * MEM_GOING_OFFLINE of a block that overlaps a slot, and that offline
+ * fails with -EBUSY at once.
+ *
+ * bs_chunk_lock protects chunk_pfn[] against the notifier. take_chunk()
+ * publishes a slot's pfn before alloc_contig_range() starts on it: an
+ * offline that isolated the range first makes that alloc_contig_range()
+ * fail (the pageblocks are isolated already); one that isolates it later
+ * finds the slot published when it notifies. A slot is cleared only after
+ * its frames are free again.
+ */
+static DEFINE_SPINLOCK(bs_chunk_lock);
 static struct dentry *debug_dir;
 static LIST_HEAD(held_pages);		/* KERNEL_HOLD pages, by page->lru */
 static unsigned long nr_held;		/* protected by buddy_split_lock */
@@ -90,8 +110,15 @@ static bool chunk_usable(struct zone *zone, unsigned long pfn,
 	return true;
 }
 
-/* Take one aligned chunk of @n pages from the kernel; its pfn or 0. */
-static unsigned long take_chunk(unsigned long n)
+static void set_chunk(unsigned int slot, unsigned long pfn)
+{
+	spin_lock(&bs_chunk_lock);
+	chunk_pfn[slot] = pfn;
+	spin_unlock(&bs_chunk_lock);
+}
+
+/* Take one aligned chunk of @n pages from the kernel for @slot; 0 or -errno. */
+static int take_chunk(unsigned int slot, unsigned long n)
 {
 	static const enum zone_type order[] = {
 		ZONE_MOVABLE, ZONE_NORMAL, ZONE_DMA32,
@@ -111,18 +138,20 @@ static unsigned long take_chunk(unsigned long n)
 			while (pfn >= start + n) {
 				pfn -= n;
 				if (fatal_signal_pending(current))
-					return 0;
+					return -EINTR;
 				if (!chunk_usable(zone, pfn, n))
 					continue;
+				set_chunk(slot, pfn);	/* before: see bs_chunk_lock */
 				if (!alloc_contig_range(pfn, pfn + n,
 							MIGRATE_MOVABLE,
 							GFP_KERNEL | __GFP_NOWARN))
-					return pfn;
+					return 0;
+				set_chunk(slot, 0);
 				cond_resched();
 			}
 		}
 	}
-	return 0;
+	return -ENOMEM;
 }
 
 static void release_chunks(void)
@@ -131,8 +160,8 @@ static void release_chunks(void)
 
 	for (i = 0; i < nr_sections; i++) {
 		if (chunk_pfn[i])
-			free_contig_range(chunk_pfn[i], section_pages());
-		chunk_pfn[i] = 0;
+			free_contig_range(chunk_pfn[i], chunk_pages);
+		set_chunk(i, 0);
 	}
 }
 
@@ -666,6 +695,37 @@ static int check_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(check);
 
+/* Refuse offlining a block that holds our frames: see bs_chunk_lock. */
+static int bs_memory_notify(struct notifier_block *nb, unsigned long action,
+			    void *arg)
+{
+	const struct memory_notify *mhp = arg;
+	unsigned long start = mhp->start_pfn, end = start + mhp->nr_pages;
+	unsigned long pfn = 0;
+	unsigned int i;
+
+	if (action != MEM_GOING_OFFLINE)
+		return NOTIFY_OK;
+	spin_lock(&bs_chunk_lock);
+	for (i = 0; i < nr_sections; i++) {
+		if (chunk_pfn[i] && chunk_pfn[i] < end &&
+		    chunk_pfn[i] + chunk_pages > start) {
+			pfn = chunk_pfn[i];
+			break;
+		}
+	}
+	spin_unlock(&bs_chunk_lock);
+	if (!pfn)
+		return NOTIFY_OK;
+	pr_info_ratelimited("pfns %#lx..%#lx cannot go offline: slot %u (pfns %#lx..%#lx) is held until unload\n",
+			    start, end - 1, i, pfn, pfn + chunk_pages - 1);
+	return NOTIFY_BAD;
+}
+
+static struct notifier_block bs_memory_nb = {
+	.notifier_call = bs_memory_notify,
+};
+
 static int __init buddy_split_init(void)
 {
 	unsigned long pages;
@@ -682,12 +742,15 @@ static int __init buddy_split_init(void)
 		ret = -ENOMEM;
 		goto err_free;
 	}
+	chunk_pages = pages;
+	ret = register_memory_notifier(&bs_memory_nb);
+	if (ret)
+		goto err_free;
 	for (i = 0; i < nr_sections; i++) {
-		chunk_pfn[i] = take_chunk(pages);
-		if (!chunk_pfn[i]) {
+		ret = take_chunk(i, pages);
+		if (ret) {
 			pr_err("got %u of %u sections of %u MiB\n", i,
 			       nr_sections, section_mb);
-			ret = -ENOMEM;
 			goto err_chunks;
 		}
 		ret = bs_section_add(arena, i, chunk_pfn[i],
@@ -711,6 +774,7 @@ static int __init buddy_split_init(void)
 
 err_chunks:
 	release_chunks();
+	unregister_memory_notifier(&bs_memory_nb);
 err_free:
 	kfree(chunk_pfn);
 	bs_arena_destroy(arena);
@@ -724,6 +788,7 @@ static void __exit buddy_split_exit(void)
 	/* No user is left: the frames go back whatever the arena holds. */
 	release_held();
 	release_chunks();
+	unregister_memory_notifier(&bs_memory_nb);
 	kfree(chunk_pfn);
 	bs_arena_destroy(arena);
 }

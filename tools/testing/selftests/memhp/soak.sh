@@ -22,12 +22,18 @@
 # equal boot memory plus the hot-added memory online, no byte of the
 # workloads may have changed, and after removing everything MemTotal must
 # be back at boot memory. Prints ops/s and failures by cause.
+#
+# Every sysfs write is bounded (SOAK_WRITE_TIMEOUT, default 120 s): an
+# offline that cannot finish retries until a signal (offline_pages()), and
+# a write that needed the signal is a failed case here, with
+# sparse_hotplug's offline_report of the section it was stuck on.
 
 . "$(dirname "$0")/lib.sh"
 
 OPS=${SOAK_OPS:-100}
 SEED=${SOAK_SEED:-$$}
 CHURN_MIB=${SOAK_CHURN_MIB:-256}
+WRITE_TIMEOUT=${SOAK_WRITE_TIMEOUT:-120}
 SHP=/sys/kernel/sparse_hotplug
 HIDDEN=$((4 << 30))
 HIDDEN_END=$((5 << 30))
@@ -40,7 +46,7 @@ VMDEV=
 
 memhp_require_guest
 ktap_print_header
-ktap_set_plan 5
+ktap_set_plan 6
 
 cleanup()
 {
@@ -105,12 +111,28 @@ fail()
 	fails[$k]=$((${fails[$k]:-0} + 1))
 }
 
-# write FILE VALUE: "" on success, else the error text.
+# write FILE VALUE: "" on success, else the error text. A write still
+# running after WRITE_TIMEOUT s gets SIGTERM (offlining stops with EINTR)
+# and is recorded in $TMP/hung with the offline_report of its section.
 wr()
 {
-	local out
+	local out rc s
 
-	out=$( { echo "$2" > "$1"; } 2>&1 ) && return 0
+	out=$(timeout "$WRITE_TIMEOUT" bash -c 'echo "$2" > "$1"' wr "$1" "$2" 2>&1) && return 0
+	rc=$?
+	if [ "$rc" = 124 ]; then
+		case "$1" in
+		"$SHP"/sections/section*) s=${1#"$SHP"/sections/section}; s=${s%%/*} ;;
+		"$MEMORY_SYSFS"/memory*) s=${1#"$MEMORY_SYSFS"/memory}; s=$((${s%%/*} * SPB)) ;;
+		*) s= ;;
+		esac
+		{
+			echo "$2 > $1: still running after $WRITE_TIMEOUT s, stopped by a signal"
+			[ -n "$s" ] && sed 's/^/  /' "$SHP/sections/section$s/offline_report" 2>/dev/null
+		} >> "$TMP/hung"
+		echo "timed out"
+		return 1
+	fi
 	echo "${out##*: }"
 	return 1
 }
@@ -405,6 +427,8 @@ done
 echo 'memhp-expect: end' > /dev/kmsg
 ktap_print_msg "after removing everything: MemTotal $(meminfo_kb MemTotal) kB, boot $BOOT_KB kB"
 ktap_test_result "everything removed: MemTotal back at boot memory" [ "$(meminfo_kb MemTotal)" = "$BOOT_KB" ]
+[ -s "$TMP/hung" ] && sed 's/^/# /' "$TMP/hung"
+ktap_test_result "no write hung (each ended within $WRITE_TIMEOUT s without a signal)" [ ! -s "$TMP/hung" ]
 for m in virtio_mem_shim buddy_split migrate_test sparse_hotplug; do
 	memhp_unload "$m" 2>/dev/null
 done
