@@ -74,8 +74,8 @@ static unsigned long chunk_pages;	/* pages per slot */
  * to hold only movable pages (has_unmovable_pages() does not look there),
  * isolates such a block and would then retry migrating until a signal:
  * our frames never move. bs_memory_notify() therefore refuses
- * MEM_GOING_OFFLINE of a block that overlaps a slot, and that offline
- * fails with -EBUSY at once.
+ * MEM_GOING_OFFLINE of a block that overlaps a slot (notifier_from_errno(),
+ * as virtio_mem does), and that offline fails with -EBUSY at once.
  *
  * bs_chunk_lock protects chunk_pfn[] against the notifier. take_chunk()
  * publishes a slot's pfn before alloc_contig_range() starts on it: an
@@ -719,7 +719,7 @@ static int bs_memory_notify(struct notifier_block *nb, unsigned long action,
 		return NOTIFY_OK;
 	pr_info_ratelimited("pfns %#lx..%#lx cannot go offline: slot %u (pfns %#lx..%#lx) is held until unload\n",
 			    start, end - 1, i, pfn, pfn + chunk_pages - 1);
-	return NOTIFY_BAD;
+	return notifier_from_errno(-EBUSY);
 }
 
 static struct notifier_block bs_memory_nb = {
