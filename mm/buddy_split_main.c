@@ -38,6 +38,7 @@
 #include <linux/memory_hotplug.h>
 #include <linux/memory.h>
 #include <linux/spinlock.h>
+#include <linux/jiffies.h>
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
 #include <linux/ktime.h>
@@ -77,14 +78,32 @@ static unsigned long chunk_pages;	/* pages per slot */
  * MEM_GOING_OFFLINE of a block that overlaps a slot (notifier_from_errno(),
  * as virtio_mem does), and that offline fails with -EBUSY at once.
  *
- * bs_chunk_lock protects chunk_pfn[] against the notifier. take_chunk()
- * publishes a slot's pfn before alloc_contig_range() starts on it: an
- * offline that isolated the range first makes that alloc_contig_range()
- * fail (the pageblocks are isolated already); one that isolates it later
- * finds the slot published when it notifies. A slot is cleared only after
- * its frames are free again.
+ * bs_chunk_lock protects chunk_pfn[], bs_offlining and bs_taint against
+ * the notifier. take_chunk() publishes a slot's pfn before
+ * alloc_contig_range() starts on it, so an offline that isolates the range
+ * after that finds the slot when it notifies. An offline that isolated the
+ * range first makes alloc_contig_range() fail, and that failure ends with
+ * undo_isolate_page_range() over the whole range (6.1 and 6.12), which
+ * also un-isolates the offline's pageblocks: test_pages_isolated() would
+ * then fail for that offline until a signal. Hence:
+ *  - bs_offlining: the range between an offline's MEM_GOING_OFFLINE and
+ *    its MEM_OFFLINE/MEM_CANCEL_OFFLINE (offlines are serialized by
+ *    mem_hotplug_lock: one at a time); take_chunk() skips candidates that
+ *    overlap it, so it never undoes the isolation of an offline that is
+ *    past its notifier;
+ *  - bs_taint: the span of the candidates whose alloc_contig_range()
+ *    failed, for BS_TAINT_SECS after the last failure; an offline that
+ *    isolated before and notifies after such a failure is refused once
+ *    (-EBUSY) and the taint cleared. Between its isolation and its
+ *    MEM_GOING_OFFLINE an offline does next to nothing, so the window is
+ *    far shorter; an offline meeting a stale taint gets one needless EBUSY.
+ * A slot is cleared only after its frames are free again.
  */
 static DEFINE_SPINLOCK(bs_chunk_lock);
+static unsigned long bs_offlining[2];	/* [start, end) pfns, or 0, 0 */
+static unsigned long bs_taint[2];	/* [start, end) pfns, or 0, 0 */
+static unsigned long bs_taint_until;	/* jiffies */
+#define BS_TAINT_SECS	10
 static struct dentry *debug_dir;
 static LIST_HEAD(held_pages);		/* KERNEL_HOLD pages, by page->lru */
 static unsigned long nr_held;		/* protected by buddy_split_lock */
@@ -110,10 +129,46 @@ static bool chunk_usable(struct zone *zone, unsigned long pfn,
 	return true;
 }
 
+static bool overlaps(const unsigned long *r, unsigned long pfn,
+		     unsigned long n)
+{
+	return r[0] < pfn + n && pfn < r[1];
+}
+
 static void set_chunk(unsigned int slot, unsigned long pfn)
 {
 	spin_lock(&bs_chunk_lock);
 	chunk_pfn[slot] = pfn;
+	spin_unlock(&bs_chunk_lock);
+}
+
+/* Publish @pfn for @slot unless an offline in flight overlaps it. */
+static bool publish_chunk(unsigned int slot, unsigned long pfn,
+			  unsigned long n)
+{
+	bool ok;
+
+	spin_lock(&bs_chunk_lock);
+	ok = !overlaps(bs_offlining, pfn, n);
+	if (ok)
+		chunk_pfn[slot] = pfn;
+	spin_unlock(&bs_chunk_lock);
+	return ok;
+}
+
+/* alloc_contig_range() failed on [pfn, pfn + n): unpublish, taint. */
+static void fail_chunk(unsigned int slot, unsigned long pfn, unsigned long n)
+{
+	spin_lock(&bs_chunk_lock);
+	chunk_pfn[slot] = 0;
+	if (bs_taint[0] == bs_taint[1]) {
+		bs_taint[0] = pfn;
+		bs_taint[1] = pfn + n;
+	} else {
+		bs_taint[0] = min(bs_taint[0], pfn);
+		bs_taint[1] = max(bs_taint[1], pfn + n);
+	}
+	bs_taint_until = jiffies + BS_TAINT_SECS * HZ;
 	spin_unlock(&bs_chunk_lock);
 }
 
@@ -141,12 +196,13 @@ static int take_chunk(unsigned int slot, unsigned long n)
 					return -EINTR;
 				if (!chunk_usable(zone, pfn, n))
 					continue;
-				set_chunk(slot, pfn);	/* before: see bs_chunk_lock */
+				if (!publish_chunk(slot, pfn, n))
+					continue;	/* see bs_chunk_lock */
 				if (!alloc_contig_range(pfn, pfn + n,
 							MIGRATE_MOVABLE,
 							GFP_KERNEL | __GFP_NOWARN))
 					return 0;
-				set_chunk(slot, 0);
+				fail_chunk(slot, pfn, n);
 				cond_resched();
 			}
 		}
@@ -695,30 +751,60 @@ static int check_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(check);
 
-/* Refuse offlining a block that holds our frames: see bs_chunk_lock. */
+/*
+ * Refuse offlining a block that holds our frames, or whose isolation a
+ * failed alloc_contig_range() of ours may have undone; track the offline
+ * in flight. See bs_chunk_lock.
+ */
 static int bs_memory_notify(struct notifier_block *nb, unsigned long action,
 			    void *arg)
 {
 	const struct memory_notify *mhp = arg;
-	unsigned long start = mhp->start_pfn, end = start + mhp->nr_pages;
-	unsigned long pfn = 0;
+	unsigned long start = mhp->start_pfn, n = mhp->nr_pages, pfn = 0;
+	unsigned long range[2] = { start, start + n };
+	bool tainted = false;
 	unsigned int i;
 
-	if (action != MEM_GOING_OFFLINE)
+	switch (action) {
+	case MEM_GOING_OFFLINE:
+		break;
+	case MEM_OFFLINE:
+	case MEM_CANCEL_OFFLINE:
+		spin_lock(&bs_chunk_lock);
+		bs_offlining[0] = 0;
+		bs_offlining[1] = 0;
+		spin_unlock(&bs_chunk_lock);
 		return NOTIFY_OK;
+	default:
+		return NOTIFY_OK;
+	}
+
 	spin_lock(&bs_chunk_lock);
 	for (i = 0; i < nr_sections; i++) {
-		if (chunk_pfn[i] && chunk_pfn[i] < end &&
-		    chunk_pfn[i] + chunk_pages > start) {
+		if (chunk_pfn[i] && overlaps(range, chunk_pfn[i], chunk_pages)) {
 			pfn = chunk_pfn[i];
 			break;
 		}
 	}
+	if (!pfn && overlaps(bs_taint, start, n)) {
+		tainted = time_before(jiffies, bs_taint_until);
+		bs_taint[0] = 0;
+		bs_taint[1] = 0;
+	}
+	if (!pfn && !tainted) {
+		bs_offlining[0] = start;
+		bs_offlining[1] = start + n;
+	}
 	spin_unlock(&bs_chunk_lock);
+	if (tainted) {
+		pr_info("pfns %#lx..%#lx: refusing this offline once: a failed allocation of ours may have undone its isolation\n",
+			start, start + n - 1);
+		return notifier_from_errno(-EBUSY);
+	}
 	if (!pfn)
 		return NOTIFY_OK;
 	pr_info_ratelimited("pfns %#lx..%#lx cannot go offline: slot %u (pfns %#lx..%#lx) is held until unload\n",
-			    start, end - 1, i, pfn, pfn + chunk_pages - 1);
+			    start, start + n - 1, i, pfn, pfn + chunk_pages - 1);
 	return notifier_from_errno(-EBUSY);
 }
 
