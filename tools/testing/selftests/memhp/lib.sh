@@ -193,3 +193,52 @@ try_write()
 	out=$( { echo "$2" > "$1"; } 2>&1 ) && { echo ok; return; }
 	echo "${out##*: }"
 }
+
+# settle: write back, drop the page cache and slab caches, let a second
+# pass, before a measurement of free memory.
+settle()
+{
+	sync
+	echo 3 > /proc/sys/vm/drop_caches
+	sleep 1
+}
+
+# page_census: sets census[free] (MemFree + per-cpu free lists),
+# census[pcp] (the per-cpu free lists: "count" in /proc/zoneinfo),
+# census[unacc] (memory no meminfo counter accounts for: MemTotal minus
+# MemFree, the per-cpu lists and every counter of used memory, so pages
+# handed out by alloc_pages() that nothing tracks) and the meminfo fields
+# of CENSUS_FIELDS, in kB, after settle and after folding the per-cpu
+# vmstat deltas (stat_refresh). MemFree alone is no measure of a leak:
+# the per-cpu lists hold tens of MiB at rest and move it by as much.
+declare -gA census
+CENSUS_FIELDS="MemTotal MemFree Slab SUnreclaim VmallocUsed Percpu"
+page_census()
+{
+	local k v
+
+	settle
+	echo 1 > /proc/sys/vm/stat_refresh
+	while read -r k v; do
+		census[$k]=$v
+	done < <(awk '
+	FILENAME == "/proc/zoneinfo" { if ($1 == "count:") pcp += $2 * 4; next }
+	{ sub(":", "", $1); m[$1] = $2 }
+	END {
+		used = m["Buffers"] + m["Cached"] + m["AnonPages"] + m["Slab"] + \
+		       m["KernelStack"] + m["PageTables"] + m["VmallocUsed"] + \
+		       m["Percpu"] + m["Hugetlb"]
+		print "pcp", pcp
+		print "free", m["MemFree"] + pcp
+		print "unacc", m["MemTotal"] - m["MemFree"] - pcp - used
+		split("'"$CENSUS_FIELDS"'", f, " ")
+		for (i in f)
+			print f[i], m[f[i]]
+	}' /proc/zoneinfo /proc/meminfo)
+}
+
+# census_line WHEN: the census as one KTAP diagnostic line.
+census_line()
+{
+	ktap_print_msg "$1: free $((census[free])) kB (MemFree ${census[MemFree]} + per-cpu ${census[pcp]}), unaccounted ${census[unacc]} kB, Slab ${census[Slab]} kB"
+}

@@ -4,12 +4,17 @@
  * anonymous memory that lies in a given pfn range, with io_uring fixed
  * buffers, and hold it until SIGUSR1 or SIGTERM.
  *
- *   memhp_pin [--vmsplice] SIZE_MIB FIRST_PFN END_PFN READY_FILE
+ *   memhp_pin [--vmsplice] [--node N] SIZE_MIB FIRST_PFN END_PFN READY_FILE
  *
  * --vmsplice holds the page with a plain reference instead (FOLL_GET:
  * vmsplice() into a pipe nobody reads). That is not a pin: the page may
  * stay in ZONE_MOVABLE, where offlining then retries its migration until
  * a signal, holding the device hotplug lock all along.
+ *
+ * --node N binds only the buffer to node N (mbind(MPOL_BIND) on the
+ * mapping), not the task: `numactl --membind` would also put the task's
+ * own kernel allocations there when N has a kernel zone (page tables from
+ * exec on), and those unmovable pages would block offlining first.
  *
  * Faults in SIZE_MIB of anonymous memory (no THP), finds through
  * /proc/self/pagemap (root sees PFNs) a page in [FIRST_PFN, END_PFN),
@@ -32,6 +37,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 #include <linux/io_uring.h>
+#include <linux/mempolicy.h>
 
 #define PAGEMAP_PFN_MASK	0x007fffffffffffffULL	/* bits 0-54 */
 #define PAGEMAP_PRESENT		0x8000000000000000ULL	/* bit 63 */
@@ -46,15 +52,25 @@ int main(int argc, char **argv)
 	sigset_t set;
 	char *buf;
 	FILE *f;
-	int fd, ring, sig, pipefd[2], splice = 0;
+	int fd, ring, sig, pipefd[2], splice = 0, node = -1;
+	unsigned long nodemask;
 
-	if (argc > 1 && !strcmp(argv[1], "--vmsplice")) {
-		splice = 1;
+	while (argc > 1 && !strncmp(argv[1], "--", 2)) {
+		if (!strcmp(argv[1], "--vmsplice")) {
+			splice = 1;
+		} else if (!strcmp(argv[1], "--node") && argc > 2) {
+			node = atoi(argv[2]);
+			argv++;
+			argc--;
+		} else {
+			break;
+		}
 		argv++;
 		argc--;
 	}
-	if (argc != 5) {
-		fprintf(stderr, "usage: %s [--vmsplice] SIZE_MIB FIRST_PFN END_PFN READY_FILE\n",
+	if (argc != 5 || node >= (int)(8 * sizeof(nodemask)) - 1) {
+		fprintf(stderr,
+			"usage: %s [--vmsplice] [--node N] SIZE_MIB FIRST_PFN END_PFN READY_FILE\n",
 			argv[0]);
 		return 1;
 	}
@@ -74,6 +90,14 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	madvise(buf, size, MADV_NOHUGEPAGE);
+	if (node >= 0) {
+		nodemask = 1UL << node;
+		if (syscall(__NR_mbind, buf, size, MPOL_BIND, &nodemask,
+			    8 * sizeof(nodemask), 0)) {
+			perror("mbind");
+			return 1;
+		}
+	}
 	for (i = 0; i < pages; i++)
 		buf[i * page_size] = (char)i;
 

@@ -17,7 +17,7 @@
 # activity each (migrations and a buddy workload; every 10th cycle also
 # isolate/release and a pfn run; shim bind/unbind) must leak nothing.
 # Measured after a warm-up cycle and after the last, caches dropped and
-# per-cpu vmstat deltas folded (page_census below):
+# per-cpu vmstat deltas folded (page_census, lib.sh):
 #   MemTotal      unchanged
 #   unaccounted   MemTotal minus MemFree, the per-cpu free lists and every
 #                 meminfo counter of used memory: pages handed out by
@@ -115,13 +115,6 @@ rmmod_refused()
 	out=$(rmmod "$1" 2>&1) && { ktap_print_msg "rmmod $1 succeeded"; return 1; }
 	ktap_print_msg "rmmod $1: $out"
 	echo "$out" | grep -q 'in use' && memhp_module_loaded "$1"
-}
-
-settle()
-{
-	sync
-	echo 3 > /proc/sys/vm/drop_caches
-	sleep 1
 }
 
 # --- migrate_test -----------------------------------------------------------
@@ -304,41 +297,6 @@ cycle()
 	for s in $MODS; do
 		memhp_unload "$s" || return 1
 	done
-}
-
-# page_census: sets census[free] (MemFree + per-cpu free lists),
-# census[unacc] (memory no meminfo counter accounts for) and the meminfo
-# fields compared below, in kB, after dropping caches and folding the
-# per-cpu vmstat deltas (stat_refresh).
-declare -A census
-CENSUS_FIELDS="MemTotal MemFree Slab SUnreclaim VmallocUsed Percpu"
-page_census()
-{
-	local k v
-
-	settle
-	echo 1 > /proc/sys/vm/stat_refresh
-	while read -r k v; do
-		census[$k]=$v
-	done < <(awk '
-	FILENAME == "/proc/zoneinfo" { if ($1 == "count:") pcp += $2 * 4; next }
-	{ sub(":", "", $1); m[$1] = $2 }
-	END {
-		used = m["Buffers"] + m["Cached"] + m["AnonPages"] + m["Slab"] + \
-		       m["KernelStack"] + m["PageTables"] + m["VmallocUsed"] + \
-		       m["Percpu"] + m["Hugetlb"]
-		print "pcp", pcp
-		print "free", m["MemFree"] + pcp
-		print "unacc", m["MemTotal"] - m["MemFree"] - pcp - used
-		split("'"$CENSUS_FIELDS"'", f, " ")
-		for (i in f)
-			print f[i], m[f[i]]
-	}' /proc/zoneinfo /proc/meminfo)
-}
-
-census_line()
-{
-	ktap_print_msg "$1: free $((census[free])) kB (MemFree ${census[MemFree]} + per-cpu ${census[pcp]}), unaccounted ${census[unacc]} kB, Slab ${census[Slab]} kB"
 }
 
 # One warm-up cycle (first-use allocations: sysfs, debugfs, kallsyms...).
