@@ -242,3 +242,44 @@ census_line()
 {
 	ktap_print_msg "$1: free $((census[free])) kB (MemFree ${census[MemFree]} + per-cpu ${census[pcp]}), unaccounted ${census[unacc]} kB, Slab ${census[Slab]} kB"
 }
+
+# census_before: take the census into census_before[] (and print it).
+declare -gA census_before census_after
+census_before()
+{
+	local f
+
+	page_census
+	for f in $CENSUS_FIELDS free unacc pcp; do
+		census_before[$f]=${census[$f]}
+	done
+	census_line "before the cycles"
+}
+
+# census_after WHEN: take the census into census_after[] and print each
+# field's change. Pages freed a little later (RCU, deferred work) are no
+# leak: while unaccounted memory is 1 MiB or more above census_before, the
+# census is taken again, up to 3 times 5 s apart.
+census_after()
+{
+	local f i
+
+	page_census
+	census_line "$1"
+	for i in 1 2 3; do
+		[ $((census[unacc] - census_before[unacc])) -lt 1024 ] && break
+		sleep 5
+		page_census
+		census_line "again after $((i * 5)) s"
+	done
+	for f in $CENSUS_FIELDS free unacc pcp; do
+		census_after[$f]=${census[$f]}
+		ktap_print_msg "$f: ${census_before[$f]} -> ${census_after[$f]} kB ($((census_after[$f] - census_before[$f])) kB)"
+	done
+}
+
+# census_grew FIELD: census_after minus census_before, in kB.
+census_grew()
+{
+	echo $((census_after[$1] - census_before[$1]))
+}

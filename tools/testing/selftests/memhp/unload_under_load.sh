@@ -301,12 +301,7 @@ cycle()
 
 # One warm-up cycle (first-use allocations: sysfs, debugfs, kallsyms...).
 cycle 0
-page_census
-declare -A before after
-for f in $CENSUS_FIELDS free unacc pcp; do
-	before[$f]=${census[$f]}
-done
-census_line "before the cycles"
+census_before
 t0=$(date +%s)
 done_cycles=0
 for i in $(seq "$CYCLES"); do
@@ -319,37 +314,23 @@ for i in $(seq "$CYCLES"); do
 	[ $(($(date +%s) - t0)) -ge "$CYCLE_SECONDS" ] && [ "$i" -ge "$MIN_CYCLES" ] && break
 done
 secs=$(($(date +%s) - t0))
-page_census
-census_line "after $done_cycles cycles"
-# Pages freed a little later (RCU, deferred work) are no leak: the census
-# is taken again, up to 3 times 5 s apart, while unaccounted is over.
-for i in 1 2 3; do
-	[ $((census[unacc] - before[unacc])) -lt 1024 ] && break
-	sleep 5
-	page_census
-	census_line "again after $((i * 5)) s"
-done
-for f in $CENSUS_FIELDS pcp free unacc; do
-	after[$f]=${census[$f]}
-	ktap_print_msg "$f: ${before[$f]} -> ${after[$f]} kB ($((after[$f] - before[$f])) kB)"
-done
+census_after "after $done_cycles cycles"
 ktap_print_msg "figures: $done_cycles load/unload cycles of 5 modules with activity in $secs s;" \
-	"unaccounted $((after[unacc] - before[unacc])) kB, Slab $((after[Slab] - before[Slab])) kB, MemTotal $((after[MemTotal] - before[MemTotal])) kB"
+	"unaccounted $(census_grew unacc) kB, Slab $(census_grew Slab) kB, MemTotal $(census_grew MemTotal) kB"
 enough_cycles()
 {
 	[ "$done_cycles" = "$CYCLES" ] ||
 		{ [ "$done_cycles" -ge "$MIN_CYCLES" ] && [ "$secs" -ge "$CYCLE_SECONDS" ]; }
 }
-grew() { echo $((after[$1] - before[$1])); }
 ktap_test_result "$done_cycles load/unload cycles with activity complete (of $CYCLES, budget ${CYCLE_SECONDS} s)" \
 	enough_cycles
-ktap_test_result "cycles: MemTotal unchanged" [ "${before[MemTotal]}" = "${after[MemTotal]}" ]
-ktap_test_result "cycles: unaccounted kernel memory grew by less than 1 MiB ($(grew unacc) kB)" \
-	[ "$(grew unacc)" -lt 1024 ]
-ktap_test_result "cycles: MemFree + per-cpu free lists within 4 MiB ($(grew free) kB)" \
-	[ "$(grew free)" -gt -4096 ]
-ktap_test_result "cycles: Slab within 4 MiB" [ "$(grew Slab)" -lt 4096 ]
-ktap_test_result "cycles: SUnreclaim within 2 MiB" [ "$(grew SUnreclaim)" -lt 2048 ]
-ktap_test_result "cycles: VmallocUsed within 1 MiB" [ "$(grew VmallocUsed)" -lt 1024 ]
-ktap_test_result "cycles: Percpu within 256 kB" [ "$(grew Percpu)" -lt 256 ]
+ktap_test_result "cycles: MemTotal unchanged" [ "$(census_grew MemTotal)" = 0 ]
+ktap_test_result "cycles: unaccounted kernel memory grew by less than 1 MiB ($(census_grew unacc) kB)" \
+	[ "$(census_grew unacc)" -lt 1024 ]
+ktap_test_result "cycles: MemFree + per-cpu free lists within 4 MiB ($(census_grew free) kB)" \
+	[ "$(census_grew free)" -gt -4096 ]
+ktap_test_result "cycles: Slab within 4 MiB" [ "$(census_grew Slab)" -lt 4096 ]
+ktap_test_result "cycles: SUnreclaim within 2 MiB" [ "$(census_grew SUnreclaim)" -lt 2048 ]
+ktap_test_result "cycles: VmallocUsed within 1 MiB" [ "$(census_grew VmallocUsed)" -lt 1024 ]
+ktap_test_result "cycles: Percpu within 256 kB" [ "$(census_grew Percpu)" -lt 256 ]
 ktap_finished
