@@ -69,12 +69,20 @@ memhp_require_guest
 # for migrate_test's text at the next load (the modules reload at the same
 # addresses each cycle). None of our modules touches module mappings or
 # TLBs. Not reproduced since (about 530 cycles on 6.12: 50 in this test
-# after the same group as make check, ~480 in cycle-only loops). Not run
-# on 6.12 until that is settled: a skip with this reason, never a pass.
-if [[ "$(uname -r)" == 6.12.* ]] && [ -z "${MEMHP_RUN_KNOWN_OOPS:-}" ]; then
+# after the same group as make check, ~480 in cycle-only loops).
+# On 6.1 the same kind of fault came twice: session 7, and the fresh-clone
+# make check of 502334a (session 9), cycle 29: insmod buddy_split, "BUG:
+# unable to handle page fault" (write, permissions) at init + 0xc8, with
+# the init function (0xffffffffc08d9000) calling into tpmrm_open() and
+# tpm_common_open() of the core kernel: again code at buddy_split's
+# address that is not buddy_split's, a call displaced into other text.
+# A 6.1 debug kernel (KASAN, DEBUG_PAGEALLOC, page_owner) ran 42 cycles
+# without a report. Not run on either kernel until that is settled: a
+# skip with this reason, never a pass.
+if [ -z "${MEMHP_RUN_KNOWN_OOPS:-}" ]; then
 	ktap_print_header; ktap_set_plan 1
 	ktap_test_skip "unload_under_load.sh" \
-		"open defect on 6.12 (TCG): Oops int3, buddy_split's text page executed as migrate_test's (stale translation after reload); MEMHP_RUN_KNOWN_OOPS=1 runs it"
+		"open defect (TCG, 6.1 and 6.12): after a reload, buddy_split's address runs code that is not buddy_split's (Oops int3 on 6.12, a write fault from its init on 6.1); MEMHP_RUN_KNOWN_OOPS=1 runs it"
 	ktap_finished
 fi
 ktap_print_header
