@@ -298,13 +298,25 @@ TEST_F_TIMEOUT(mt, migrate_into_section, 120)
 	}
 	ASSERT_TRUE(done);
 
-	/* Away from that section: none of them is left there. */
+	/*
+	 * Away from that section: none of them is left there. The kernel may
+	 * move some itself meanwhile (compaction isolates movable_ops pages
+	 * too): those are skipped (already away), or fail with EBUSY while
+	 * the core holds them isolated, and a second call takes them. Seen
+	 * on 6.12 in a fresh-clone make check: 247 of 256 migrated at once.
+	 */
 	m.target = MIGRATE_TEST_TARGET_AWAY;
 	m.section = sec;
-	ASSERT_EQ(do_migrate(self->fd, self->buf, self->len, &m), 0);
-	ASSERT_EQ(m.migrated, self->npages);
-	ASSERT_EQ(query(self->fd, self->buf, self->len, self->pfns),
-		  (int)self->npages);
+	for (i = 0; i < 3; i++) {
+		ASSERT_EQ(do_migrate(self->fd, self->buf, self->len, &m), 0);
+		ksft_print_msg("away from section %ld: migrated %llu skipped %llu failed %llu\n",
+			       sec, m.migrated, m.skipped, m.failed);
+		ASSERT_EQ(query(self->fd, self->buf, self->len, self->pfns),
+			  (int)self->npages);
+		if (!count_in(self->pfns, self->npages, sec * sec_pfns,
+			      (sec + 1) * sec_pfns))
+			break;
+	}
 	ASSERT_EQ(count_in(self->pfns, self->npages, sec * sec_pfns,
 			   (sec + 1) * sec_pfns), 0);
 	ASSERT_EQ(check(self->buf, self->len, 99), -1);
