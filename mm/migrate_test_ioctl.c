@@ -54,6 +54,7 @@ struct mtest_alloc {
 	unsigned long scan_pfn;		/* TARGET_RANGE: next pfn to scan */
 	struct list_head pool;		/* TARGET_RANGE: pages in the range */
 	struct list_head reject;	/* TARGET_AWAY: pages in the section */
+	unsigned long nr_reject;	/* TARGET_AWAY: pages on @reject */
 };
 
 static bool mtest_satisfies(const struct migrate_test_migrate *req,
@@ -119,7 +120,6 @@ static struct page *mtest_alloc_new(struct mtest_alloc *a)
 	const struct migrate_test_migrate *req = a->req;
 	const gfp_t gfp = GFP_HIGHUSER_MOVABLE | __GFP_NOWARN;
 	struct page *page;
-	int tries;
 
 	switch (req->target) {
 	case MIGRATE_TEST_TARGET_NODE:
@@ -132,11 +132,20 @@ static struct page *mtest_alloc_new(struct mtest_alloc *a)
 			list_del(&page->lru);
 		return page;
 	default:
-		for (tries = 0; tries < 64; tries++) {
+		/*
+		 * Free memory may sit mostly in the excluded section (right
+		 * after TARGET_RANGE filled it, its split blocks are the
+		 * lowest orders the buddy hands out first): keep what lands
+		 * there until the end of the call, up to one section's worth
+		 * per call, so the allocator runs out of it and moves on.
+		 */
+		while (a->nr_reject < PAGES_PER_SECTION) {
 			page = alloc_page(gfp | __GFP_NORETRY);
 			if (!page || mtest_satisfies(req, page))
 				return page;
 			list_add(&page->lru, &a->reject);
+			a->nr_reject++;
+			cond_resched();
 		}
 		return NULL;
 	}
@@ -501,6 +510,7 @@ static long mtest_ioctl_migrate(struct file *file, void __user *uarg)
 	a.scan_pfn = req.start_pfn;
 	INIT_LIST_HEAD(&a.pool);
 	INIT_LIST_HEAD(&a.reject);
+	a.nr_reject = 0;
 
 	slots = kmalloc_array(MIGRATE_TEST_MAX_BATCH, sizeof(*slots),
 			      GFP_KERNEL);
