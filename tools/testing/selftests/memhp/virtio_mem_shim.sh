@@ -232,9 +232,8 @@ wait_for 120 test -e /tmp/vms_hog.ready
 ktap_print_msg "hog holds $((hog_kb / 1024)) MiB; MemFree $(meminfo_kb MemFree) kB"
 request 0
 ok=0
-if wait_for 120 shortfall_reported; then
-	plugged=$(cat "$DEV/plugged_size")
-	short=$(cat "$DEV/unplug_shortfall")
+if wait_for 300 shortfall_reported; then
+	wait_for 60 shortfall_settled 0
 	ktap_print_msg "under pressure: unplug_shortfall '$short', $(state_line)"
 	dmesg | grep 'could not unplug' | tail -n 2 | sed 's/^/# /'
 	[ "$plugged" -gt 0 ] && [ "$(qmp_memdev_size vm0)" = "$plugged" ] &&

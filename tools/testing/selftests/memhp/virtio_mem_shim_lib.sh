@@ -73,6 +73,25 @@ shortfall_reported()
 	[ "${s%% *}" -gt 0 ] && [ "${s##* }" -lt 0 ]
 }
 
+# shortfall_settled REQUEST: the shortfall is written at the end of each
+# pass, and a retry pass may unplug more meanwhile. True once plugged_size
+# and unplug_shortfall agree between two reads a second apart, the host's
+# size equals plugged_size and the shortfall is plugged - REQUEST. Leaves
+# the last reads in $plugged and $short.
+shortfall_settled()
+{
+	local p1 s1 h
+
+	p1=$(cat "$DEV/plugged_size")
+	s1=$(cat "$DEV/unplug_shortfall")
+	h=$(qmp_memdev_size vm0)
+	sleep 1
+	plugged=$(cat "$DEV/plugged_size")
+	short=$(cat "$DEV/unplug_shortfall")
+	[ "$p1" = "$plugged" ] && [ "$s1" = "$short" ] && [ "$h" = "$plugged" ] &&
+		[ "${short%% *}" = $((plugged - $1)) ]
+}
+
 # load_shim [PARAM=VALUE...]: load the shim and have it bound to DEV.
 load_shim()
 {
