@@ -22,6 +22,7 @@
 #include <linux/wait.h>
 #include <linux/delay.h>
 #include <linux/ktime.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/migrate_test.h>
@@ -54,7 +55,6 @@ struct mtest_alloc {
 	unsigned long scan_pfn;		/* TARGET_RANGE: next pfn to scan */
 	struct list_head pool;		/* TARGET_RANGE: pages in the range */
 	struct list_head reject;	/* TARGET_AWAY: pages in the section */
-	unsigned long nr_reject;	/* TARGET_AWAY: pages on @reject */
 };
 
 static bool mtest_satisfies(const struct migrate_test_migrate *req,
@@ -133,19 +133,24 @@ static struct page *mtest_alloc_new(struct mtest_alloc *a)
 		return page;
 	default:
 		/*
-		 * Free memory may sit mostly in the excluded section (right
-		 * after TARGET_RANGE filled it, its split blocks are the
-		 * lowest orders the buddy hands out first): keep what lands
-		 * there until the end of the call, up to one section's worth
-		 * per call, so the allocator runs out of it and moves on.
+		 * Called with the batch's old pages locked (sleeping is fine:
+		 * upstream allocates under source folio locks too). Pages that
+		 * land in the excluded section stay on @reject until the end
+		 * of the call, so the allocator runs out of them and moves
+		 * on: the previous batch's old pages, freed to this CPU's pcp
+		 * list, come back first, and right after TARGET_RANGE filled
+		 * the section its split blocks are the low orders the buddy
+		 * hands out first. Each reject is a distinct page of the
+		 * section: at most a section's worth are held (64 tries per
+		 * page, the first design, left pages there with -ENOMEM).
 		 */
-		while (a->nr_reject < PAGES_PER_SECTION) {
+		for (;;) {
+			if (fatal_signal_pending(current))
+				return NULL;
 			page = alloc_page(gfp | __GFP_NORETRY);
 			if (!page || mtest_satisfies(req, page))
 				return page;
 			list_add(&page->lru, &a->reject);
-			a->nr_reject++;
-			cond_resched();
 		}
 		return NULL;
 	}
@@ -510,7 +515,6 @@ static long mtest_ioctl_migrate(struct file *file, void __user *uarg)
 	a.scan_pfn = req.start_pfn;
 	INIT_LIST_HEAD(&a.pool);
 	INIT_LIST_HEAD(&a.reject);
-	a.nr_reject = 0;
 
 	slots = kmalloc_array(MIGRATE_TEST_MAX_BATCH, sizeof(*slots),
 			      GFP_KERNEL);

@@ -1800,6 +1800,21 @@ static int vmem_shim_reconcile(struct vmem_shim *vm, unsigned long *tried)
 }
 
 /*
+ * Set unit @id to @state during the startup scan, forgetting (sbm) the
+ * sub-blocks of an adopted unit. Under hotplug_mutex: an online in flight
+ * (the notifier holds the mutex until it ends) sees the unit known with its
+ * bitmap, or unknown, never a mix (the callback warns on that).
+ */
+static void vmem_shim_startup_set(struct vmem_shim *vm, unsigned long id, u8 state)
+{
+	mutex_lock(&vm->hotplug_mutex);
+	if (vm->sbm && vmem_shim_unit_known(vm, id))
+		vmem_shim_sb_mark(vm, id, 0, vm->sbs_per_mb, false);
+	vmem_shim_set_unit(vm, id, state);
+	mutex_unlock(&vm->hotplug_mutex);
+}
+
+/*
  * Memory plugged before we bound: if none of it is present in Linux, drop
  * it all with UNPLUG_ALL; otherwise adopt it unit by unit. STATE is asked
  * only inside the usable region: the device answers ERROR beyond it (and
@@ -1811,6 +1826,15 @@ static int vmem_shim_startup(struct vmem_shim *vm)
 	unsigned long id, mb;
 	bool present_any = false;
 	int rc;
+
+	/*
+	 * A retried startup (STATE answered BUSY, or the config changed)
+	 * starts from nothing known: what an earlier pass adopted may have
+	 * changed since, the device's plugged size too.
+	 */
+	for (id = 0; id < vm->nr_units; id++)
+		if (vm->units[id] != VMEM_SHIM_UNIT_UNPLUGGED)
+			vmem_shim_startup_set(vm, id, VMEM_SHIM_UNIT_UNPLUGGED);
 
 	for (mb = 0; mb < vm->nr_units * vm->mbs_per_unit; mb++)
 		if (pfn_valid(vmem_shim_mb_pfn(vm, mb)))
@@ -1825,7 +1849,7 @@ static int vmem_shim_startup(struct vmem_shim *vm)
 		for (id = 0; present_any && id < vm->nr_units; id++) {
 			if (!vmem_shim_unit_present(vm, id))
 				continue;
-			vmem_shim_set_unit(vm, id, VMEM_SHIM_UNIT_FOREIGN);
+			vmem_shim_startup_set(vm, id, VMEM_SHIM_UNIT_FOREIGN);
 			dev_warn(&vm->vdev->dev,
 				 "memory %#llx+%#llx is present but nothing is plugged: left alone\n",
 				 vmem_shim_unit_start(vm, id), vm->unit_size);
@@ -1857,10 +1881,8 @@ static int vmem_shim_startup(struct vmem_shim *vm)
 		if (rc == VIRTIO_MEM_STATE_PLUGGED && end < start + vm->unit_size)
 			rc = VIRTIO_MEM_STATE_MIXED;
 		if (rc == VIRTIO_MEM_STATE_PLUGGED) {
-			/* A retried startup (BUSY) meets units it adopted. */
-			if (vm->units[id] != VMEM_SHIM_UNIT_PLUGGED &&
-			    vm->units[id] != VMEM_SHIM_UNIT_ADDED)
-				vmem_shim_sb_mark_unit(vm, id, true);
+			/* The bitmap first: see vmem_shim_unit_known(). */
+			vmem_shim_sb_mark_unit(vm, id, true);
 			vmem_shim_set_unit(vm, id, present ? VMEM_SHIM_UNIT_ADDED :
 						       VMEM_SHIM_UNIT_PLUGGED);
 			if (present)
@@ -1868,12 +1890,7 @@ static int vmem_shim_startup(struct vmem_shim *vm)
 					 "adopted plugged memory %#llx+%#llx\n",
 					 start, vm->unit_size);
 		} else if (present) {
-			bool was_ours = vmem_shim_unit_known(vm, id);
-
-			vmem_shim_set_unit(vm, id, VMEM_SHIM_UNIT_FOREIGN);
-			/* A retried startup demotes a unit it adopted. */
-			if (was_ours)
-				vmem_shim_sb_mark_unit(vm, id, false);
+			vmem_shim_startup_set(vm, id, VMEM_SHIM_UNIT_FOREIGN);
 			dev_warn(&vm->vdev->dev,
 				 "memory %#llx+%#llx is in use but not fully plugged: left alone\n",
 				 start, vm->unit_size);
