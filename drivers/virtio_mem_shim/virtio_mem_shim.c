@@ -1801,15 +1801,21 @@ static int vmem_shim_reconcile(struct vmem_shim *vm, unsigned long *tried)
 
 /*
  * Set unit @id to @state during the startup scan, forgetting (sbm) the
- * sub-blocks of an adopted unit. Under hotplug_mutex: an online in flight
- * (the notifier holds the mutex until it ends) sees the unit known with its
- * bitmap, or unknown, never a mix (the callback warns on that).
+ * sub-blocks of an adopted unit (all of them set: before the scan is done
+ * nothing else marks any; counted by weight all the same). Under
+ * hotplug_mutex: an online in flight (the notifier holds the mutex until
+ * it ends) sees the unit known with its bitmap, or unknown, never a mix
+ * (the callback warns on that).
  */
 static void vmem_shim_startup_set(struct vmem_shim *vm, unsigned long id, u8 state)
 {
 	mutex_lock(&vm->hotplug_mutex);
-	if (vm->sbm && vmem_shim_unit_known(vm, id))
-		vmem_shim_sb_mark(vm, id, 0, vm->sbs_per_mb, false);
+	if (vm->sbm) {
+		unsigned long w = vmem_shim_sb_weight(vm, id);
+
+		bitmap_clear(vm->sb_plugged, id * vm->sbs_per_mb, vm->sbs_per_mb);
+		vm->plugged -= (u64)w * vm->sb_size;
+	}
 	vmem_shim_set_unit(vm, id, state);
 	mutex_unlock(&vm->hotplug_mutex);
 }
@@ -1828,9 +1834,10 @@ static int vmem_shim_startup(struct vmem_shim *vm)
 	int rc;
 
 	/*
-	 * A retried startup (STATE answered BUSY, or the config changed)
-	 * starts from nothing known: what an earlier pass adopted may have
-	 * changed since, the device's plugged size too.
+	 * A retried startup (UNPLUG_ALL or a mixed unit's UNPLUG answered
+	 * BUSY, or the config changed before a scan succeeded) starts from
+	 * nothing known: what an earlier pass adopted may have changed
+	 * since, the device's plugged size too.
 	 */
 	for (id = 0; id < vm->nr_units; id++)
 		if (vm->units[id] != VMEM_SHIM_UNIT_UNPLUGGED)

@@ -39,6 +39,18 @@ delta_kb_is()
 	[ $(($(meminfo_kb MemTotal) - MEMTOTAL0)) -eq "$1" ]
 }
 
+units_are()
+{
+	[ "$(unit_states)" = "$1" ]
+}
+
+# The phys_start of the one foreign unit (none: empty).
+foreign_at()
+{
+	grep -v '^#' /sys/kernel/debug/virtio_mem_shim/*/blocks |
+		awk '$4 == "foreign" { print $3 }'
+}
+
 host_is()
 {
 	[ "$(qmp_memdev_size vm0)" = "$1" ]
@@ -63,12 +75,15 @@ ktap_test_result "upstream virtio_mem plugged 642 MiB and was unbound with it ad
 # 2. The shim adopts the five whole blocks and leaves the sixth alone.
 ok=0
 if load_shim; then
-	wait_for 30 plugged_is $((642 * MIB))
+	# The scan runs in the worker: wait for its result, not the
+	# device's size (at 642 MiB before the shim bound).
+	wait_for 30 units_are "added added added added added foreign "
 	states=$(unit_states)
-	ktap_print_msg "shim: units $states; plugged $(cat "$DEV/plugged_size"), $(state_line)"
+	FOREIGN=$(foreign_at)
+	ktap_print_msg "shim: units $states; foreign at $FOREIGN; plugged $(cat "$DEV/plugged_size"), $(state_line)"
 	dmesg | grep -E 'virtio_mem_shim .*(adopted|left alone)' | sed 's/^/# /'
 	[ "$states" = "added added added added added foreign " ] &&
-		[ "$(dmesg | grep -c 'virtio_mem_shim .*adopted plugged memory')" = 5 ] &&
+		[ "$(dmesg | grep -c 'virtio_mem_shim .*adopted plugged memory')" -ge 5 ] &&
 		dmesg | grep -q 'virtio_mem_shim .*not fully plugged: left alone' &&
 		host_is $((642 * MIB)) && delta_kb_is $((642 * 1024)) && ok=1
 fi
@@ -104,9 +119,8 @@ ktap_test_result "rmmod leaves the foreign block as it found it" [ $ok = 1 ]
 # 6. Bound again, the shim finds the foreign block as before.
 ok=0
 if load_shim; then
-	wait_for 30 plugged_is $((2 * MIB))
-	[ "$(grep -v '^#' /sys/kernel/debug/virtio_mem_shim/*/blocks |
-		awk '$4 == "foreign" { print $3 }')" = 0x128000000 ] && ok=1
+	wait_for 30 eval '[ "$(foreign_at)" = "$FOREIGN" ]'
+	[ -n "$FOREIGN" ] && [ "$(foreign_at)" = "$FOREIGN" ] && plugged_is $((2 * MIB)) && ok=1
 	ktap_print_msg "bound again: units $(unit_states); $(state_line)"
 	memhp_unload virtio_mem_shim || ok=0
 fi
