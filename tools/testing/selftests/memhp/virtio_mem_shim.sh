@@ -36,11 +36,6 @@ cleanup()
 }
 trap cleanup EXIT
 
-host_is()
-{
-	[ "$(qmp_memdev_size vm0)" = "$1" ]
-}
-
 DEV=$(vmem_dev) || ktap_exit_fail_msg "no virtio-mem device in this guest"
 request 0
 set_auto_online online_movable

@@ -30,13 +30,8 @@ trap cleanup EXIT
 # The debugfs table: "unit memory_block phys_start unit_state ...".
 unit_states()
 {
-	grep -v '^#' /sys/kernel/debug/virtio_mem_shim/*/blocks | awk '{ print $4 }' |
+	blocks | grep -v '^#' | awk '{ print $4 }' |
 		head -n 6 | tr '\n' ' '
-}
-
-delta_kb_is()
-{
-	[ $(($(meminfo_kb MemTotal) - MEMTOTAL0)) -eq "$1" ]
 }
 
 units_are()
@@ -47,13 +42,8 @@ units_are()
 # The phys_start of the one foreign unit (none: empty).
 foreign_at()
 {
-	grep -v '^#' /sys/kernel/debug/virtio_mem_shim/*/blocks |
+	blocks | grep -v '^#' |
 		awk '$4 == "foreign" { print $3 }'
-}
-
-host_is()
-{
-	[ "$(qmp_memdev_size vm0)" = "$1" ]
 }
 
 DEV=$(vmem_dev) || ktap_exit_fail_msg "no virtio-mem device in this guest"
@@ -66,10 +56,10 @@ set_auto_online online_movable
 request $((642 * MIB))
 ok=0
 wait_for 180 host_is $((642 * MIB)) &&
-	wait_for 60 delta_kb_is $((642 * 1024)) && ok=1
+	wait_for 60 delta_is $((642 * MIB)) && ok=1
 ktap_print_msg "upstream: host size $(qmp_memdev_size vm0), MemTotal +$(($(meminfo_kb MemTotal) - MEMTOTAL0)) kB"
 echo "$(basename "$DEV")" > /sys/bus/virtio/drivers/virtio_mem/unbind || ok=0
-grep -q 'System RAM (virtio_mem)' /proc/iomem && delta_kb_is $((642 * 1024)) || ok=0
+grep -q 'System RAM (virtio_mem)' /proc/iomem && delta_is $((642 * MIB)) || ok=0
 ktap_test_result "upstream virtio_mem plugged 642 MiB and was unbound with it added" [ $ok = 1 ]
 
 # 2. The shim adopts the five whole blocks and leaves the sixth alone.
@@ -85,7 +75,7 @@ if load_shim; then
 	[ "$states" = "added added added added added foreign " ] &&
 		[ "$(dmesg | grep -c 'virtio_mem_shim .*adopted plugged memory')" -ge 5 ] &&
 		dmesg | grep -q 'virtio_mem_shim .*not fully plugged: left alone' &&
-		host_is $((642 * MIB)) && delta_kb_is $((642 * 1024)) && ok=1
+		host_is $((642 * MIB)) && delta_is $((642 * MIB)) && ok=1
 fi
 ktap_test_result "shim adopts the 5 fully plugged blocks, leaves the partly plugged one alone" [ $ok = 1 ]
 
@@ -93,9 +83,9 @@ ktap_test_result "shim adopts the 5 fully plugged blocks, leaves the partly plug
 # sub-block plugged: all of it back to the buddy); the foreign block
 # may not be onlined by the shim's notifier, which it is not asked to.
 ok=0
-blk=$(grep -v '^#' /sys/kernel/debug/virtio_mem_shim/*/blocks | awk 'NR == 1 { print $2 }')
-if echo offline > "$MEMORY_SYSFS/memory$blk/state" && delta_kb_is $((514 * 1024)) &&
-   echo online_movable > "$MEMORY_SYSFS/memory$blk/state" && delta_kb_is $((642 * 1024)); then
+blk=$(blocks | grep -v '^#' | awk 'NR == 1 { print $2 }')
+if echo offline > "$MEMORY_SYSFS/memory$blk/state" && delta_is $((514 * MIB)) &&
+   echo online_movable > "$MEMORY_SYSFS/memory$blk/state" && delta_is $((642 * MIB)); then
 	ok=1
 fi
 ktap_print_msg "memory$blk offline/online: $(state_line)"
@@ -105,14 +95,14 @@ ktap_test_result "an adopted block offlines and onlines again, MemTotal exact" [
 request 0
 ok=0
 wait_for 180 plugged_is $((2 * MIB)) && wait_for 30 host_is $((2 * MIB)) &&
-	wait_for 30 delta_kb_is 2048 && ok=1
+	wait_for 30 delta_is $((2 * MIB)) && ok=1
 ktap_print_msg "request 0: units $(unit_states); $(state_line)"
 ktap_test_result "request 0 unplugs the adopted blocks, the foreign block stays" [ $ok = 1 ]
 
 # 5. Unload: the foreign block stays as it was, System RAM (virtio_mem).
 ok=0
 memhp_unload virtio_mem_shim && grep -q 'System RAM (virtio_mem)' /proc/iomem &&
-	delta_kb_is 2048 && host_is $((2 * MIB)) && ok=1
+	delta_is $((2 * MIB)) && host_is $((2 * MIB)) && ok=1
 grep -E 'virtio|System RAM \(' /proc/iomem | grep -v pci | sed 's/^/# /'
 ktap_test_result "rmmod leaves the foreign block as it found it" [ $ok = 1 ]
 

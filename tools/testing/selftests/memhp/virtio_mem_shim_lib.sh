@@ -39,6 +39,24 @@ at_size()
 		[ $(($(meminfo_kb MemTotal) - MEMTOTAL0)) -eq $((want / 1024)) ]
 }
 
+# The host's size of vm0 is BYTES.
+host_is()
+{
+	[ "$(qmp_memdev_size vm0)" = "$1" ]
+}
+
+# MemTotal is BYTES above MEMTOTAL0.
+delta_is()
+{
+	[ $(($(meminfo_kb MemTotal) - MEMTOTAL0)) -eq $(($1 / 1024)) ]
+}
+
+# The shim's debugfs table of units.
+blocks()
+{
+	cat /sys/kernel/debug/virtio_mem_shim/*/blocks
+}
+
 plugged_is()
 {
 	[ "$(cat "$DEV/plugged_size")" = "$1" ]

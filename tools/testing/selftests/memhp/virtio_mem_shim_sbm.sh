@@ -36,16 +36,6 @@ cleanup()
 }
 trap cleanup EXIT
 
-delta_is()
-{
-	[ $(($(meminfo_kb MemTotal) - MEMTOTAL0)) -eq $(($1 / 1024)) ]
-}
-
-blocks()
-{
-	cat /sys/kernel/debug/virtio_mem_shim/*/blocks
-}
-
 DEV=$(vmem_dev) || ktap_exit_fail_msg "no virtio-mem device in this guest"
 request 0
 set_auto_online online_movable
