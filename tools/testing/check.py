@@ -28,6 +28,7 @@ as a pass.
 """
 
 import argparse
+import json
 import os
 import re
 import shlex
@@ -56,13 +57,20 @@ def log(msg):
     print(f"# {msg}", flush=True)
 
 
-def run_streamed(cmd, prefix, env=None):
-    """Runs cmd, echoing its output as diagnostics; returns (rc, output)."""
+def run_streamed(cmd, prefix, env=None, stamps=None):
+    """Runs cmd, echoing its output as diagnostics; returns (rc, output).
+
+    With stamps (a list), each output line is appended to it with the
+    time.monotonic() at which it arrived: the guest's output is streamed,
+    so these are the host's times of the guest's progress.
+    """
     proc = subprocess.Popen(cmd, cwd=TOP, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, env=env, text=True, errors="replace")
     lines = []
     for line in proc.stdout:
         lines.append(line)
+        if stamps is not None:
+            stamps.append((time.monotonic(), line))
         print(f"# {prefix}{line.rstrip()}", flush=True)
     rc = proc.wait()
     return rc, "".join(lines)
@@ -142,7 +150,9 @@ def collect_figures(output, where):
 
 
 def stage_unit(args):
+    ts = time.monotonic()
     rc, out = run_streamed(["make", "--no-print-directory", "unit"], "unit: ")
+    STEPS.append(("unit", "make unit", time.monotonic() - ts))
     leaves = parse_runner_tap(out)
     if rc != 0 and not any(x.status == "fail" for x in leaves):
         leaves.append(Leaf("unit tests build and run", "fail", f"make unit exited {rc}"))
@@ -170,7 +180,10 @@ def stage_static(args):
               ("checkpatch --strict clean (6.1 and 6.12 checkpatch.pl)",
                ["make", "--no-print-directory", "checkpatch"])]
     for name, cmd in steps:
+        ts = time.monotonic()
         rc, out = run_streamed(cmd, "static: ")
+        STEPS.append(("static", name, time.monotonic() - ts))
+        log(f"time: static {name}: {STEPS[-1][2]:.1f}s")
         leaves.append(Leaf(name, "pass" if rc == 0 else "fail", "" if rc == 0 else f"exit {rc}"))
     return leaves
 
@@ -183,19 +196,70 @@ def guest_groups(only):
     for test in out.split():
         if only and test not in only:
             continue
-        src = os.path.join(SELFTESTS, test if test.endswith(".sh") else test + ".c")
-        opts = ""
-        try:
-            with open(src) as f:
-                for _, line in zip(range(12), f):
-                    m = re.search(r"memhp-vm:\s*(.*?)\s*(\*/)?$", line)
-                    if m:
-                        opts = m.group(1)
-                        break
-        except OSError:
-            pass
+        opts = test_header(test).get("memhp-vm", "")
         groups.setdefault(opts, []).append(test)
     return groups
+
+
+def test_header(test):
+    """The "key: value" lines a selftest names in its first lines.
+
+    memhp-vm: the guest options it needs (tests with the same options
+    share a boot); memhp-budget: its wall time, in seconds, on an idle
+    2-core host under TCG (Documentation/testing.rst, time budgets).
+    """
+    src = os.path.join(SELFTESTS, test if test.endswith(".sh") else test + ".c")
+    found = {}
+    try:
+        with open(src) as f:
+            for _, line in zip(range(16), f):
+                m = re.search(r"(memhp-vm|memhp-budget):\s*(.*?)\s*(\*/)?$", line)
+                if m:
+                    found.setdefault(m.group(1), m.group(2))
+    except OSError:
+        pass
+    return found
+
+
+def budget_of(test):
+    """A test's budget in seconds (memhp-budget: 120), or None."""
+    m = re.match(r"(\d+)\s*s?$", test_header(test).get("memhp-budget", ""))
+    return int(m.group(1)) if m else None
+
+
+# Per-test wall times of the guest stage: (kernel, test, seconds, budget).
+TIMES = []
+# Per-boot times: (kernel, group label, boot seconds, whole group seconds).
+BOOTS = []
+# Other timed steps (unit, static): (stage, step, seconds).
+STEPS = []
+HDR_RE = re.compile(r"^selftests: [^:]+: (\S+)$")
+
+
+def guest_times(stamps, t0):
+    """(boot seconds, {test: seconds}) from a guest group's stamped output.
+
+    The kselftest runner prints "# selftests: memhp: T" before it starts T
+    and "ok N selftests: memhp: T" when T ends; the boot is everything
+    before the first test starts (QEMU, the kernel, the guest's make).
+    """
+    boot = None
+    start = {}
+    took = {}
+    for t, raw in stamps:
+        depth, line = strip_diag(raw.rstrip())
+        m = HDR_RE.match(line)
+        if m and depth == 1:
+            start[m.group(1)] = t
+            if boot is None:
+                boot = t - t0
+            continue
+        m = RESULT_RE.match(line)
+        if m and depth == 0:
+            prog = m.group(3).strip().split(": ")[-1]
+            if prog in start:
+                took[prog] = t - start[prog]
+    return boot, took
 
 
 VM_FAILURES = []
@@ -232,11 +296,25 @@ def stage_guest(args, kver, kernel):
         log(f"guest {kver} [{label}]: {' '.join(tests)}")
         cmd = [MEMHP_VM, "--quiet", "--timeout", str(args.guest_timeout), "--kernel", kernel] + \
             shlex.split(opts)
-        cmd += ["--", "make --no-print-directory -C tools/testing/selftests/memhp "
+        env = " ".join(shlex.quote(f"{k}={v}") for k, v in args.env.items())
+        cmd += ["--", (f"env {env} " if env else "") +
+                "make --no-print-directory -C tools/testing/selftests/memhp "
                 f"OUTPUT={TOP}/build/selftests run_tests T={shlex.quote(' '.join(tests))}"]
         t0 = time.monotonic()
-        rc, out = run_streamed(cmd, "guest: ")
+        stamps = []
+        rc, out = run_streamed(cmd, "guest: ", stamps=stamps)
         group_leaves = parse_runner_tap(out)
+        boot, took = guest_times(stamps, t0)
+        total = time.monotonic() - t0
+        BOOTS.append((kver, label, boot, total))
+        if boot is not None:
+            log(f"time: guest {kver} [{label}]: boot {boot:.1f}s")
+        for t in tests:
+            if t in took:
+                budget = budget_of(t)
+                TIMES.append((kver, t, took[t], budget))
+                over = f", over its budget of {budget}s" if budget and took[t] > budget else ""
+                log(f"time: {kver} {t}: {took[t]:.1f}s{over}")
         collect_figures(out, label)
         leaves.extend(group_leaves)
         why = vm_messages(out)
@@ -248,7 +326,7 @@ def stage_guest(args, kver, kernel):
             VM_FAILURES.append((f"{kver} [{label}]", why))
         leaves.append(Leaf(f"guest [{label}] boots, runs and keeps a clean kernel log",
                            "pass" if rc == 0 else "fail", reason))
-        log(f"guest {kver} [{label}]: {time.monotonic() - t0:.0f}s")
+        log(f"guest {kver} [{label}]: {total:.0f}s")
         ran = {leaf.name.split(":")[0] for leaf in group_leaves}
         for t in tests:
             if t not in ran:
@@ -262,6 +340,44 @@ def stage_runner(args):
     if rc not in (0, 1) or not leaves:
         leaves.append(Leaf("runner self-test completes", "fail", f"exit {rc}"))
     return leaves
+
+
+def report_times(stage_totals, total):
+    """The ten slowest tests, the boots and the budgets; build/check-times.json."""
+    if BOOTS:
+        log("guest boots (boot to first test, whole group):")
+        for kver, label, boot, whole in BOOTS:
+            b = f"{boot:.0f}s" if boot is not None else "-"
+            log(f"  {kver} [{label}]: boot {b}, group {whole:.0f}s")
+    if TIMES:
+        log("slowest tests (wall seconds in the guest; budget):")
+        for kver, test, secs, budget in sorted(TIMES, key=lambda x: -x[2])[:10]:
+            log(f"  {secs:7.1f}s  {kver} {test}" + (f" ({budget}s)" if budget else ""))
+        over = [x for x in TIMES if x[3] and x[2] > x[3]]
+        for kver, test, secs, budget in over:
+            log(f"warning: {kver} {test} took {secs:.0f}s, over its budget of {budget}s "
+                "(memhp-budget: in the test; Documentation/testing.rst)")
+    path = os.path.join(TOP, "build", "check-times.json")
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump({"total_s": round(total, 1),
+                       "load_avg": os.getloadavg(),
+                       "stages": [{"stage": n, "pass": p, "fail": fl, "skip": sk,
+                                   "seconds": round(sec, 1)}
+                                  for n, p, fl, sk, sec in stage_totals],
+                       "steps": [{"stage": st, "step": n, "seconds": round(sec, 1)}
+                                 for st, n, sec in STEPS],
+                       "boots": [{"kernel": k, "group": g,
+                                  "boot_s": None if b is None else round(b, 1),
+                                  "group_s": round(w, 1)} for k, g, b, w in BOOTS],
+                       "tests": [{"kernel": k, "test": t, "seconds": round(sec, 1),
+                                  "budget_s": bud} for k, t, sec, bud in TIMES]},
+                      f, indent=1)
+            f.write("\n")
+        log(f"times: {os.path.relpath(path, TOP)}")
+    except OSError as e:
+        log(f"times: could not write {path}: {e}")
 
 
 STAGES = ["unit", "static", "guest", "runner"]
@@ -281,7 +397,20 @@ def main():
     p.add_argument("--kernels", default="",
                    help="comma-separated releases or series (6.1, 6.12) to test; default: "
                    "both (make print-kvers)")
+    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                   help="set in every guest test's environment (repeatable), e.g. "
+                   "SOAK_OPS=1000, FUZZ_RANDOM=5000, CYCLES=200: the long forms "
+                   "(make check-long)")
     args = p.parse_args()
+    try:
+        args.env = dict(e.split("=", 1) for e in args.env)
+    except ValueError:
+        p.error("--env takes NAME=VALUE")
+    bad = [k for k in args.env if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k)]
+    if bad:
+        p.error(f"--env: not a variable name: {' '.join(bad)}")
+    if args.env:
+        log("guest environment: " + " ".join(f"{k}={v}" for k, v in args.env.items()))
     args.tests = [t for t in args.tests.split(",") if t]
     only = [s for s in args.only.split(",") if s]
     unknown = [s for s in only if s not in STAGES]
@@ -364,6 +493,7 @@ def main():
     log("per stage (pass/fail/skip, seconds):")
     for name, np, nf, ns, secs in stage_totals:
         log(f"  {name}: {np}/{nf}/{ns}, {secs:.0f}s")
+    report_times(stage_totals, time.monotonic() - t0)
     log(f"make check took {time.monotonic() - t0:.0f}s")
     print(f"# Totals: pass:{totals['pass']} fail:{totals['fail']} xfail:{totals['xfail']} xpass:0 "
           f"skip:{totals['skip']} error:0")
