@@ -139,7 +139,7 @@ check: setup-check
 # The experiments on every kernel of KVERS (RUN_ARGS=--kernels 6.1 for one),
 # side by side with the ratios; writes results/report.md.
 run: setup-check
-	@$(PY) $(TOP)/tools/testing/run.py $(RUN_ARGS)
+	@$(PY) $(TOP)/tools/testing/run.py $(if $(FULL),--full) $(RUN_ARGS)
 
 # Hotplug churn soak (tools/testing/selftests/memhp/soak.sh, 100 operations
 # of it run in `make check`): SOAK_OPS random operations, SOAK_SEED repeats.

@@ -57,12 +57,25 @@ def series(kver):
 
 
 def stream(cmd, env, prefix):
+    """Runs cmd, its output indented; (rc, seconds to its first own line).
+
+    The first line that is not memhp-vm's own (memhp-vm: ...) is the guest
+    script's: the time until then is the guest's boot.
+    """
+    t0 = time.monotonic()
+    first = None
     proc = subprocess.Popen(cmd, cwd=TOP, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             text=True, errors="replace")
     for line in proc.stdout:
+        if first is None and line.strip() and not line.startswith("memhp-vm:"):
+            first = time.monotonic() - t0
         print(f"  {prefix}| {line.rstrip()}", flush=True)
-    return proc.wait()
+    return proc.wait(), first
+
+
+# Wall seconds of each run: (kernel, experiment) -> {boot, guest, host}.
+PARTS = {}
 
 
 def run_one(name, path, kver, args):
@@ -86,13 +99,17 @@ def run_one(name, path, kver, args):
         assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in args.env.items())
         cmd = [MEMHP_VM, "--timeout", str(args.guest_timeout), "--kernel", kver] + vm_args + \
               ["--", f"{assigns} MEMHP_OUT={shlex.quote(out)} {shlex.quote(guest)}".strip()]
-        rc = stream(cmd, env, f"{tag:>4} guest")
+        ts = time.monotonic()
+        rc, boot = stream(cmd, env, f"{tag:>4} guest")
+        PARTS.setdefault((kver, name), {}).update(guest=time.monotonic() - ts, boot=boot)
         if rc:
             return f"guest part failed (memhp-vm exit {rc})"
     host = os.path.join(path, "host")
     if os.path.exists(host):
         say(f"{name} [{kver}]: host part")
-        rc = stream([host], env, f"{tag:>4} host ")
+        ts = time.monotonic()
+        rc, _ = stream([host], env, f"{tag:>4} host ")
+        PARTS.setdefault((kver, name), {})["host"] = time.monotonic() - ts
         if rc:
             return f"host part failed (exit {rc})"
     if not os.path.exists(os.path.join(out, "summary.md")):
@@ -275,6 +292,33 @@ def compare(name, kvers):
     return "\n".join(out)
 
 
+def report_times(kvers, exps, took, total):
+    """Per experiment and kernel: boot, guest, host, all; build/run-times.json."""
+    say("time per experiment (seconds: guest boot, guest part, host part, in all):")
+    per_kernel = {}
+    rows = []
+    for name, _ in exps:
+        for k in kvers:
+            if (k, name) not in took:
+                continue
+            part = PARTS.get((k, name), {})
+            cells = [part.get("boot"), part.get("guest"), part.get("host"), took[(k, name)]]
+            per_kernel[k] = per_kernel.get(k, 0) + took[(k, name)]
+            say(f"  {name:<20} {series(k):>5}: " + "  ".join(
+                f"{c:6.0f}" if c is not None else "     -" for c in cells))
+            rows.append({"kernel": k, "experiment": name,
+                         "boot_s": part.get("boot"), "guest_s": part.get("guest"),
+                         "host_s": part.get("host"), "total_s": took[(k, name)]})
+    for k, secs in per_kernel.items():
+        say(f"  {k}: {secs:.0f}s in all")
+    path = os.path.join(TOP, "build", "run-times.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump({"total_s": total, "per_kernel_s": per_kernel, "runs": rows}, f, indent=1)
+        f.write("\n")
+    say(f"times: {os.path.relpath(path, TOP)}")
+
+
 def main():
     p = argparse.ArgumentParser(prog="make run", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -287,6 +331,9 @@ def main():
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                    help="set in every guest and host part (repeatable), e.g. CYCLES=2, "
                    "ROUNDS=6, REPS=3, SEEDS=5: fewer repetitions")
+    p.add_argument("--full", action="store_true",
+                   help="the long form: every experiment at its full repetitions "
+                   "(MEMHP_FULL=1 in every guest and host part; make run FULL=1)")
     p.add_argument("--report-only", action="store_true",
                    help="no runs: rebuild results/report.md from the results there")
     p.add_argument("--guest-timeout", type=int, default=3600)
@@ -295,6 +342,8 @@ def main():
         args.env = dict(e.split("=", 1) for e in args.env)
     except ValueError:
         p.error("--env takes NAME=VALUE")
+    if args.full:
+        args.env.setdefault("MEMHP_FULL", "1")
 
     exps = list(experiments())
     if args.list:
@@ -409,6 +458,8 @@ def main():
 
     print()
     print("\n".join(report))
+    if took and not args.report_only:
+        report_times(kvers, exps, took, time.monotonic() - t0)
     say(f"report: results/report.md ({time.monotonic() - t0:.0f}s)")
     if failures:
         say("failed: " + ", ".join(f"{n} on {k}" for k, n in failures))
