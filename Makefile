@@ -54,7 +54,8 @@ CHECKPATCH_FLAGS = --no-tree --strict --quiet --no-summary --show-types --terse 
 		   --ignore FILE_PATH_CHANGES,CAMELCASE -f
 
 .PHONY: all modules modules-all mod-tree kver-check clean setup setup-check checkpatch sparse unit \
-	selftests check run help install dkms-install dkms-check vm-shell print-kver print-kvers
+	selftests check run help install dkms-install dkms-check vm-shell print-kver print-kvers \
+	process-words
 
 all: modules
 
@@ -108,6 +109,11 @@ checkpatch: setup-check
 	@cd $(TOP) && rc=0; for cp in $(CHECKPATCH); do \
 		out=$$(perl $$cp $(CHECKPATCH_FLAGS) $(CHECKPATCH_FILES) 2>&1); \
 		if [ -n "$$out" ]; then echo "$$cp:"; echo "$$out"; rc=1; fi; done; exit $$rc
+
+# No tracker numbers, development sessions or past runs in the product
+# (patterns: scripts/process-words.txt).
+process-words:
+	@$(TOP)/scripts/check-process-words.sh $(TOP)
 
 sparse: setup-check mod-tree
 	@$(MAKE) --no-print-directory -C $(KDIR) M=$(MODOUT) C=2 modules 2>&1 | \
@@ -198,6 +204,7 @@ help:
 	@echo '  make selftests  build the in-guest selftests'
 	@echo '  make checkpatch 6.1 and 6.12 checkpatch.pl --no-tree --strict on our C (silent if clean)'
 	@echo '  make sparse     the modules for KVER through sparse, C=2 (silent if clean)'
+	@echo '  make process-words  no tracker numbers or past runs in the tree (silent if clean)'
 	@echo '  make vm-shell CMD=...  run one command as root in a hotplug-capable guest'
 	@echo '                  (VM_ARGS="--kernel 6.12" for the other kernel)'
 	@echo '  make install    modules_install into /lib/modules/$$KVER/updates'

@@ -29,7 +29,7 @@
  *      MEM_GOING_OFFLINE and takes them again at MEM_CANCEL_OFFLINE, with
  *      the managed-count step of memhp_going_offline_managed() /
  *      memhp_cancel_offline_managed() (6.1 adds them back for
- *      offline_pages() to subtract; 6.10+ does not count them).
+ *      offline_pages() to subtract; 6.11+ does not count them).
  *  - The target is the host's requested_size, unless the guest wrote
  *    target_size in sysfs (a new host request, or the device's NACK of
  *    the guest target, makes it the host's again).
@@ -2530,8 +2530,10 @@ static void vmem_shim_remove(struct virtio_device *vdev)
 		/*
 		 * Evacuating a movable unit fails with -EBUSY while one of its
 		 * pages is briefly held (under migration, in a per-CPU list):
-		 * a few more tries, at most 1.5 s per unit, and none once rmmod
-		 * is killed; anything else stays, as reported below.
+		 * up to VMEM_SHIM_REMOVE_TRIES tries per unit, sleeping 100 ms
+		 * longer before each retry than before the last (100, 200, ...
+		 * ms), none once rmmod is killed; anything else stays, as
+		 * reported below.
 		 */
 		for (try = 0; ; try++) {
 			err = vmem_shim_unplug_unit(vm, id);

@@ -5,7 +5,9 @@
 Usage: pfn_report.py RESULTS_DIR   (reads pfn_bench.csv and callgrind.csv)
 """
 import csv
+import datetime
 import os
+import platform
 import sys
 
 VARIANTS = ["array", "rbtree", "sparse", "flat", "pfndir"]
@@ -63,6 +65,12 @@ def main():
         ns[key] = float(r["ns_per_lookup"])
         med[key] = (float(r["median_s"]), float(r["min_s"]), float(r["max_s"]))
     md = ["# pfn lookup: NetBSD uvm_physseg workloads on five section tables", ""]
+    # The run that made these tables: a result without them is not comparable.
+    md.append(f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}")
+    md.append(f"- host: {platform.node()}, {platform.processor() or platform.machine()}, "
+              f"{os.cpu_count()} CPUs, {platform.release()}, native (no guest), "
+              f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    md.append("")
     md.append("Median ns per lookup over repeated interleaved runs; ratios of "
               "medians measured in the same run. `pre`: random pfns generated "
               "outside the timed loop; `random`: random() inside it, as the "

@@ -365,10 +365,9 @@ ktap_test_result "memhp-cxl add --zone normal" eval '[ $add_rc = 0 ] && [ "$zone
 # too: memhp_ptables binds itself to the node only while it faults one
 # page per 2 MiB, so 63 page-table pages (unmovable: isolation fails
 # with EBUSY) come from the node, and nothing else of the kernel's. Not
-# `numactl --membind` on a whole program: in the first runs of this test
-# that also put slab pages of its exec and files there, which other
-# objects kept after it exited, and the memory could not be removed any
-# more. Which block the page tables land in is the allocator's choice:
+# `numactl --membind` on a whole program: that also puts slab pages of
+# its exec and files there, which other objects keep after it exits, and
+# the memory can no longer be removed. Which block the page tables land in is the allocator's choice:
 # every CXL block is checked, verdict against a real offline; one must be
 # blocked by page_tables (no pin exists yet), and offlinable again once
 # memhp_ptables has exited.
@@ -408,9 +407,9 @@ ktap_test_result "memhp_ptables exited: block ${ublk:-none} offlinable again, of
 
 # 17-19: a page pinned (FOLL_LONGTERM) in the CXL memory. Only the
 # buffer is bound to the node (memhp_pin --node: mbind): under numactl
-# --membind, memhp_pin's own page tables came from the node too, landed
-# in the pinned page's block and made its offline fail with EBUSY before
-# the pin was ever tried (first run of this test).
+# --membind, memhp_pin's own page tables would come from the node too,
+# land in the pinned page's block and make its offline fail with EBUSY
+# before the pin is ever tried.
 "$(memhp_bin memhp_pin)" --node "$node" 8 $first_pfn $end_pfn "$tmp/pinned" \
 	> "$tmp/pin.log" 2>&1 &
 pin=$!

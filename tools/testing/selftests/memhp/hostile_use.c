@@ -2,7 +2,7 @@
 /*
  * memhp-vm: --append module_blacklist=virtio_mem
  *
- * Hostile use of the modules' mappings (issue 12): what the rest of the
+ * Hostile use of the modules' mappings: what the rest of the
  * kernel can do to a /dev/migrate_test mapping. Every operation runs in a
  * child under alarm(): a call that does not return within its bound
  * (10 s unless said otherwise; 20 s for the races) is killed (SIGALRM's
@@ -38,7 +38,9 @@
  *   the pages still mapped intact.
  *   MIGRATE with failed_addrs inside its own mapping, and every ioctl's
  *   argument struct inside the mapping: correct results.
- * The issue's reproductions 2 and 3 are repro2_* and repro3_*.
+ * Two cases are regression tests for hangs a GUP-able mapping allowed: a
+ * long-term pin of mapped pages on a ZONE_MOVABLE DIMM, and MIGRATE
+ * writing failed_addrs into the pages of its own batch.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -364,10 +366,11 @@ TEST_F_TIMEOUT(hu, io_uring_register_buffers_efault, 60)
 }
 
 /*
- * Reproduction 2 of issue 12: 16 touched pages of the mapping on a 1 GiB
- * ZONE_MOVABLE DIMM, registered as an io_uring fixed buffer: the pin
- * spun forever in the old module (GUP retried migrating them out of
- * ZONE_MOVABLE with -EAGAIN). Now: EFAULT within 10 s.
+ * 16 touched pages of the mapping on a 1 GiB ZONE_MOVABLE DIMM,
+ * registered as an io_uring fixed buffer (FOLL_LONGTERM). Were the pages
+ * GUP-able, the pin would retry migrating them out of ZONE_MOVABLE with
+ * -EAGAIN without end; the mapping is VM_PFNMAP, so the pin must fail
+ * with EFAULT within 10 s.
  */
 #define R2_DIMM		1073741824ULL	/* 1 GiB */
 #define R2_PAGES	16
@@ -999,7 +1002,7 @@ static void inject(int fd, void *addr, size_t len, unsigned int kind)
 }
 
 /*
- * Reproduction 3 of issue 12: INJECT ALLOC_FAIL on pages 0-1, MIGRATE
+ * failed_addrs inside the mapping: INJECT ALLOC_FAIL on pages 0-1, MIGRATE
  * pages 0-1 (FORCE, batch 2) with failed_addrs at page 1 of the same
  * mapping (o->n = 1), or at a page outside the batch (o->n = 5): both
  * pages fail, their addresses are written there, the rest is intact.

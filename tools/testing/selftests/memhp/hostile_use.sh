@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # memhp-vm: --append module_blacklist=virtio_mem
 #
-# Hostile use (issue 12): the objects that outlive a module's work or the
+# Hostile use: the objects that outlive a module's work or the
 # module itself (iomem resources, memory blocks, sysfs/debugfs nodes,
 # tracepoints). Each module is unloaded in every state that applies, and
 # after each unload every reader runs:
@@ -18,7 +18,7 @@
 #                   (unload releases it); its tracepoints enabled
 #   virtio_mem_shim idle (bound, nothing plugged); 512 MiB plugged
 #                   online_movable (all unplugged); mid-work (unload midway
-#                   through plugging 1 GiB); reproduction 1 of the issue:
+#                   through plugging 1 GiB); kernel memory in it:
 #                   512 MiB plugged with auto_online_blocks=online_kernel,
 #                   a tmpfs with 20,000 files and 300 MB, rmmod: what
 #                   cannot be unplugged stays as System RAM;
@@ -35,7 +35,7 @@
 #                               sysfs directories absent; ls debugfs
 #
 # HOSTILE_USE_ONLY=ERE runs only the cases whose "module state" matches
-# (e.g. HOSTILE_USE_ONLY='reproduction 1'); the others are skipped.
+# (e.g. HOSTILE_USE_ONLY=online_kernel); the others are skipped.
 #
 # Bounds: rmmod 120 s (the shim's unplug under TCG), each reader 60 s,
 # state set-up as stated at each step. A command still running at its
@@ -589,7 +589,7 @@ else
 		skip_state virtio_mem_shim "$ST_SBM_MID" "$NS"
 	fi
 
-	# Reproduction 1: kernel memory in the plugged ZONE_NORMAL memory;
+	# Kernel memory in the plugged ZONE_NORMAL memory;
 	# what cannot be unplugged stays as System RAM, owned by nobody.
 	if want virtio_mem_shim "$ST_REPRO1"; then
 		ok=0

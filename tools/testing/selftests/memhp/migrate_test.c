@@ -302,8 +302,8 @@ TEST_F_TIMEOUT(mt, migrate_into_section, 120)
 	 * Away from that section: none of them is left there. The kernel may
 	 * move some itself meanwhile (compaction isolates movable_ops pages
 	 * too): those are skipped (already away), or fail with EBUSY while
-	 * the core holds them isolated, and a second call takes them. Seen
-	 * on 6.12 in a fresh-clone make check: 247 of 256 migrated at once.
+	 * the core holds them isolated, and a second call takes them (on
+	 * 6.12 a first call can leave a few behind).
 	 */
 	m.target = MIGRATE_TEST_TARGET_AWAY;
 	m.section = sec;
@@ -670,8 +670,8 @@ TEST_F_TIMEOUT(mt, offline_block_with_driver_pages, 180)
  * whole free block), its migration scanner walks up from the bottom, and
  * the run ends where they meet. In a freshly booted guest nearly every
  * block above the kernel image is wholly free, so the scanners meet just
- * above it, and driver pages placed anywhere higher were never looked at
- * (seen in CI: five runs, nothing isolated). So the test makes the layout
+ * above it, and driver pages placed anywhere higher are never looked at
+ * (nothing isolated, run after run). So the test makes the layout
  * itself: one driver page in each of 256 consecutive pageblocks. Every one
  * of those blocks is then a target with 511 free pages, far more than the
  * movable pages below them, so the scanners meet inside the spread and the

@@ -9,7 +9,7 @@
 # isolated section is already out of the managed pages, and offlining its
 # block must neither subtract it twice (6.1's offline_pages() subtracts the
 # whole range, the driver adds its pages back at MEM_GOING_OFFLINE) nor
-# give it back (6.10+ skips refcount-0 PageOffline pages; adding them back
+# give it back (6.11+ skips refcount-0 PageOffline pages; adding them back
 # there made it -128, 0, +128). A cancelled offline (a vetoed one, with
 # an extra reference held) must leave MemTotal as it was. The DIMM's other
 # block is offlined plainly, S - 256 = base, and device_del then removes
