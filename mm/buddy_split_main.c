@@ -71,7 +71,7 @@ static unsigned long *chunk_pfn;	/* base pfn of each slot's frames */
 static unsigned long chunk_pages;	/* pages per slot */
 /*
  * The frames of a slot are one unmovable allocation until unload, and
- * take_chunk() prefers ZONE_MOVABLE. offline_pages() trusts ZONE_MOVABLE
+ * bs_take_chunk() prefers ZONE_MOVABLE. offline_pages() trusts ZONE_MOVABLE
  * to hold only movable pages (has_unmovable_pages() does not look there),
  * isolates such a block and would then retry migrating until a signal:
  * our frames never move. bs_memory_notify() therefore refuses
@@ -79,7 +79,7 @@ static unsigned long chunk_pages;	/* pages per slot */
  * as virtio_mem does), and that offline fails with -EBUSY at once.
  *
  * bs_chunk_lock protects chunk_pfn[], bs_offlining and bs_taint against
- * the notifier. take_chunk() publishes a slot's pfn before
+ * the notifier. bs_take_chunk() publishes a slot's pfn before
  * alloc_contig_range() starts on it, so an offline that isolates the range
  * after that finds the slot when it notifies. An offline that isolated the
  * range first makes alloc_contig_range() fail, and that failure ends with
@@ -88,7 +88,7 @@ static unsigned long chunk_pages;	/* pages per slot */
  * then fail for that offline until a signal. Hence:
  *  - bs_offlining: the range between an offline's MEM_GOING_OFFLINE and
  *    its MEM_OFFLINE/MEM_CANCEL_OFFLINE (offlines are serialized by
- *    mem_hotplug_lock: one at a time); take_chunk() skips candidates that
+ *    mem_hotplug_lock: one at a time); bs_take_chunk() skips candidates that
  *    overlap it, so it never undoes the isolation of an offline that is
  *    past its notifier;
  *  - bs_taint: the span of the candidates whose alloc_contig_range()
@@ -108,14 +108,14 @@ static struct dentry *debug_dir;
 static LIST_HEAD(held_pages);		/* KERNEL_HOLD pages, by page->lru */
 static unsigned long nr_held;		/* protected by buddy_split_lock */
 
-static unsigned long section_pages(void)
+static unsigned long bs_arena_section_pages(void)
 {
 	return bs_section_pages(arena);
 }
 
 /* May [pfn, pfn + n) of @zone be asked of alloc_contig_range()? */
-static bool chunk_usable(struct zone *zone, unsigned long pfn,
-			 unsigned long n)
+static bool bs_chunk_usable(struct zone *zone, unsigned long pfn,
+			    unsigned long n)
 {
 	unsigned long i;
 
@@ -129,13 +129,13 @@ static bool chunk_usable(struct zone *zone, unsigned long pfn,
 	return true;
 }
 
-static bool overlaps(const unsigned long *r, unsigned long pfn,
-		     unsigned long n)
+static bool bs_overlaps(const unsigned long *r, unsigned long pfn,
+			unsigned long n)
 {
 	return r[0] < pfn + n && pfn < r[1];
 }
 
-static void set_chunk(unsigned int slot, unsigned long pfn)
+static void bs_set_chunk(unsigned int slot, unsigned long pfn)
 {
 	spin_lock(&bs_chunk_lock);
 	chunk_pfn[slot] = pfn;
@@ -143,13 +143,13 @@ static void set_chunk(unsigned int slot, unsigned long pfn)
 }
 
 /* Publish @pfn for @slot unless an offline in flight overlaps it. */
-static bool publish_chunk(unsigned int slot, unsigned long pfn,
-			  unsigned long n)
+static bool bs_publish_chunk(unsigned int slot, unsigned long pfn,
+			     unsigned long n)
 {
 	bool ok;
 
 	spin_lock(&bs_chunk_lock);
-	ok = !overlaps(bs_offlining, pfn, n);
+	ok = !bs_overlaps(bs_offlining, pfn, n);
 	if (ok)
 		chunk_pfn[slot] = pfn;
 	spin_unlock(&bs_chunk_lock);
@@ -157,7 +157,8 @@ static bool publish_chunk(unsigned int slot, unsigned long pfn,
 }
 
 /* alloc_contig_range() failed on [pfn, pfn + n): unpublish, taint. */
-static void fail_chunk(unsigned int slot, unsigned long pfn, unsigned long n)
+static void bs_fail_chunk(unsigned int slot, unsigned long pfn,
+			  unsigned long n)
 {
 	spin_lock(&bs_chunk_lock);
 	chunk_pfn[slot] = 0;
@@ -173,7 +174,7 @@ static void fail_chunk(unsigned int slot, unsigned long pfn, unsigned long n)
 }
 
 /* Take one aligned chunk of @n pages from the kernel for @slot; 0 or -errno. */
-static int take_chunk(unsigned int slot, unsigned long n)
+static int bs_take_chunk(unsigned int slot, unsigned long n)
 {
 	static const enum zone_type order[] = {
 		ZONE_MOVABLE, ZONE_NORMAL, ZONE_DMA32,
@@ -194,15 +195,15 @@ static int take_chunk(unsigned int slot, unsigned long n)
 				pfn -= n;
 				if (fatal_signal_pending(current))
 					return -EINTR;
-				if (!chunk_usable(zone, pfn, n))
+				if (!bs_chunk_usable(zone, pfn, n))
 					continue;
-				if (!publish_chunk(slot, pfn, n))
+				if (!bs_publish_chunk(slot, pfn, n))
 					continue;	/* see bs_chunk_lock */
 				if (!alloc_contig_range(pfn, pfn + n,
 							MIGRATE_MOVABLE,
 							GFP_KERNEL | __GFP_NOWARN))
 					return 0;
-				fail_chunk(slot, pfn, n);
+				bs_fail_chunk(slot, pfn, n);
 				cond_resched();
 			}
 		}
@@ -210,24 +211,24 @@ static int take_chunk(unsigned int slot, unsigned long n)
 	return -ENOMEM;
 }
 
-static void release_chunks(void)
+static void bs_release_chunks(void)
 {
 	unsigned int i;
 
 	for (i = 0; i < nr_sections; i++) {
 		if (chunk_pfn[i])
 			free_contig_range(chunk_pfn[i], chunk_pages);
-		set_chunk(i, 0);
+		bs_set_chunk(i, 0);
 	}
 }
 
-static int tick(void *arg)
+static int bs_tick(void *arg)
 {
 	cond_resched();
 	return fatal_signal_pending(current);
 }
 
-static long do_alloc(void __user *uarg)
+static long bs_ioctl_alloc(void __user *uarg)
 {
 	struct buddy_split_alloc a;
 	unsigned long pfn;
@@ -249,7 +250,7 @@ static long do_alloc(void __user *uarg)
 	return 0;
 }
 
-static long do_free(void __user *uarg)
+static long bs_ioctl_free(void __user *uarg)
 {
 	struct buddy_split_free f;
 
@@ -260,7 +261,7 @@ static long do_free(void __user *uarg)
 	return bs_free(arena, f.pfn);
 }
 
-static long do_workload(void __user *uarg)
+static long bs_ioctl_workload(void __user *uarg)
 {
 	struct buddy_split_workload u;
 	struct bs_workload_result res;
@@ -283,7 +284,7 @@ static long do_workload(void __user *uarg)
 	if (ret)
 		return ret;
 	t0 = ktime_get_ns();
-	ret = bs_workload_run(arena, &w, &res, tick, NULL);
+	ret = bs_workload_run(arena, &w, &res, bs_tick, NULL);
 	u.ns = ktime_get_ns() - t0;
 	if (ret)
 		return ret;
@@ -296,7 +297,7 @@ static long do_workload(void __user *uarg)
 	return copy_to_user(uarg, &u, sizeof(u)) ? -EFAULT : 0;
 }
 
-static long do_section(void __user *uarg, bool add)
+static long bs_ioctl_section(void __user *uarg, bool add)
 {
 	struct buddy_split_section s;
 	int ret, blocker = -1;
@@ -325,7 +326,7 @@ static long do_section(void __user *uarg, bool add)
 	return ret;
 }
 
-static long do_reset(void __user *uarg)
+static long bs_ioctl_reset(void __user *uarg)
 {
 	struct buddy_split_reset r;
 
@@ -336,7 +337,7 @@ static long do_reset(void __user *uarg)
 	return bs_arena_reset(arena, r.mode);
 }
 
-static int bench_kernel(struct buddy_split_bench *b)
+static int bs_bench_kernel(struct buddy_split_bench *b)
 {
 	struct page **pages;
 	u64 seed = b->seed, t0;
@@ -369,7 +370,7 @@ static int bench_kernel(struct buddy_split_bench *b)
 }
 
 /* The arena side mirrors bs_bench() with the two phases timed apart. */
-static int bench_arena(struct buddy_split_bench *b)
+static int bs_bench_arena(struct buddy_split_bench *b)
 {
 	unsigned long *pfns, i, got, bad = 0;
 	u64 seed = b->seed, t0;
@@ -398,7 +399,7 @@ static int bench_arena(struct buddy_split_bench *b)
 	return bad ? -EUCLEAN : 0;
 }
 
-static long do_bench(void __user *uarg)
+static long bs_ioctl_bench(void __user *uarg)
 {
 	struct buddy_split_bench b;
 	int ret;
@@ -409,15 +410,15 @@ static long do_bench(void __user *uarg)
 	    b.order >= BS_MAX_ORDER || !b.count || b.count > (1 << 20))
 		return -EINVAL;
 	if (b.target == BUDDY_SPLIT_BENCH_KERNEL)
-		ret = bench_kernel(&b);
+		ret = bs_bench_kernel(&b);
 	else
-		ret = bench_arena(&b);
+		ret = bs_bench_arena(&b);
 	if (ret)
 		return ret;
 	return copy_to_user(uarg, &b, sizeof(b)) ? -EFAULT : 0;
 }
 
-static long do_info(void __user *uarg)
+static long bs_ioctl_info(void __user *uarg)
 {
 	struct buddy_split_info i = {};
 	size_t maps;
@@ -437,7 +438,7 @@ static long do_info(void __user *uarg)
 	return copy_to_user(uarg, &i, sizeof(i)) ? -EFAULT : 0;
 }
 
-static long do_check(void)
+static long bs_ioctl_check(void)
 {
 	char msg[160];
 	int ret = bs_check(arena, msg, sizeof(msg));
@@ -447,7 +448,7 @@ static long do_check(void)
 	return ret;
 }
 
-static void release_held(void)
+static void bs_release_held(void)
 {
 	struct page *page, *next;
 
@@ -458,7 +459,7 @@ static void release_held(void)
 	nr_held = 0;
 }
 
-static long do_hold(void __user *uarg)
+static long bs_ioctl_hold(void __user *uarg)
 {
 	struct buddy_split_hold h;
 	gfp_t gfp = GFP_KERNEL | __GFP_NOWARN;
@@ -500,37 +501,37 @@ static long buddy_split_ioctl(struct file *file, unsigned int cmd,
 	mutex_lock(&buddy_split_lock);
 	switch (cmd) {
 	case BUDDY_SPLIT_IOC_ALLOC:
-		ret = do_alloc(uarg);
+		ret = bs_ioctl_alloc(uarg);
 		break;
 	case BUDDY_SPLIT_IOC_FREE:
-		ret = do_free(uarg);
+		ret = bs_ioctl_free(uarg);
 		break;
 	case BUDDY_SPLIT_IOC_WORKLOAD:
-		ret = do_workload(uarg);
+		ret = bs_ioctl_workload(uarg);
 		break;
 	case BUDDY_SPLIT_IOC_SECTION_REMOVE:
-		ret = do_section(uarg, false);
+		ret = bs_ioctl_section(uarg, false);
 		break;
 	case BUDDY_SPLIT_IOC_SECTION_ADD:
-		ret = do_section(uarg, true);
+		ret = bs_ioctl_section(uarg, true);
 		break;
 	case BUDDY_SPLIT_IOC_RESET:
-		ret = do_reset(uarg);
+		ret = bs_ioctl_reset(uarg);
 		break;
 	case BUDDY_SPLIT_IOC_BENCH:
-		ret = do_bench(uarg);
+		ret = bs_ioctl_bench(uarg);
 		break;
 	case BUDDY_SPLIT_IOC_INFO:
-		ret = do_info(uarg);
+		ret = bs_ioctl_info(uarg);
 		break;
 	case BUDDY_SPLIT_IOC_CHECK:
-		ret = do_check();
+		ret = bs_ioctl_check();
 		break;
 	case BUDDY_SPLIT_IOC_KERNEL_HOLD:
-		ret = do_hold(uarg);
+		ret = bs_ioctl_hold(uarg);
 		break;
 	case BUDDY_SPLIT_IOC_KERNEL_RELEASE:
-		release_held();
+		bs_release_held();
 		ret = 0;
 		break;
 	default:
@@ -634,7 +635,7 @@ static ssize_t geometry_show(struct device *dev, struct device_attribute *attr,
 			     char *buf)
 {
 	return sysfs_emit(buf, "sections %u section_pages %lu pinned %u\n",
-			  nr_sections, section_pages(),
+			  nr_sections, bs_arena_section_pages(),
 			  min(pinned_sections, nr_sections));
 }
 static DEVICE_ATTR_RO(geometry);
@@ -657,7 +658,7 @@ static struct miscdevice buddy_split_dev = {
 };
 
 /* debugfs dumps. */
-static int sections_show(struct seq_file *m, void *v)
+static int bs_dbg_sections_show(struct seq_file *m, void *v)
 {
 	unsigned int i;
 
@@ -678,11 +679,11 @@ static int sections_show(struct seq_file *m, void *v)
 	mutex_unlock(&buddy_split_lock);
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(sections);
+DEFINE_SHOW_ATTRIBUTE(bs_dbg_sections);
 
 #define DUMP_PER_LIST	32
 
-static int free_lists_show(struct seq_file *m, void *v)
+static int bs_dbg_free_lists_show(struct seq_file *m, void *v)
 {
 	int ar, o;
 
@@ -715,9 +716,9 @@ static int free_lists_show(struct seq_file *m, void *v)
 	mutex_unlock(&buddy_split_lock);
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(free_lists);
+DEFINE_SHOW_ATTRIBUTE(bs_dbg_free_lists);
 
-static int stats_show(struct seq_file *m, void *v)
+static int bs_dbg_stats_show(struct seq_file *m, void *v)
 {
 	struct bs_stats *st;
 	int t;
@@ -733,9 +734,9 @@ static int stats_show(struct seq_file *m, void *v)
 	mutex_unlock(&buddy_split_lock);
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(stats);
+DEFINE_SHOW_ATTRIBUTE(bs_dbg_stats);
 
-static int check_show(struct seq_file *m, void *v)
+static int bs_dbg_check_show(struct seq_file *m, void *v)
 {
 	char msg[160];
 	int ret;
@@ -749,7 +750,7 @@ static int check_show(struct seq_file *m, void *v)
 		seq_puts(m, "ok\n");
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(check);
+DEFINE_SHOW_ATTRIBUTE(bs_dbg_check);
 
 /*
  * Refuse offlining a block that holds our frames, or whose isolation a
@@ -781,12 +782,12 @@ static int bs_memory_notify(struct notifier_block *nb, unsigned long action,
 
 	spin_lock(&bs_chunk_lock);
 	for (i = 0; i < nr_sections; i++) {
-		if (chunk_pfn[i] && overlaps(range, chunk_pfn[i], chunk_pages)) {
+		if (chunk_pfn[i] && bs_overlaps(range, chunk_pfn[i], chunk_pages)) {
 			pfn = chunk_pfn[i];
 			break;
 		}
 	}
-	if (!pfn && overlaps(bs_taint, start, n)) {
+	if (!pfn && bs_overlaps(bs_taint, start, n)) {
 		tainted = time_before(jiffies, bs_taint_until);
 		bs_taint[0] = 0;
 		bs_taint[1] = 0;
@@ -833,7 +834,7 @@ static int __init buddy_split_init(void)
 	if (ret)
 		goto err_free;
 	for (i = 0; i < nr_sections; i++) {
-		ret = take_chunk(i, pages);
+		ret = bs_take_chunk(i, pages);
 		if (ret) {
 			pr_err("got %u of %u sections of %u MiB\n", i,
 			       nr_sections, section_mb);
@@ -848,18 +849,19 @@ static int __init buddy_split_init(void)
 	if (ret)
 		goto err_chunks;
 	debug_dir = debugfs_create_dir("buddy_split", NULL);
-	debugfs_create_file("sections", 0400, debug_dir, NULL, &sections_fops);
+	debugfs_create_file("sections", 0400, debug_dir, NULL,
+			    &bs_dbg_sections_fops);
 	debugfs_create_file("free_lists", 0400, debug_dir, NULL,
-			    &free_lists_fops);
-	debugfs_create_file("stats", 0400, debug_dir, NULL, &stats_fops);
-	debugfs_create_file("check", 0400, debug_dir, NULL, &check_fops);
+			    &bs_dbg_free_lists_fops);
+	debugfs_create_file("stats", 0400, debug_dir, NULL, &bs_dbg_stats_fops);
+	debugfs_create_file("check", 0400, debug_dir, NULL, &bs_dbg_check_fops);
 	pr_info("%u sections of %u MiB (%u pinned), pfns %#lx..%#lx\n",
 		nr_sections, section_mb, min(pinned_sections, nr_sections),
 		chunk_pfn[nr_sections - 1], chunk_pfn[0]);
 	return 0;
 
 err_chunks:
-	release_chunks();
+	bs_release_chunks();
 	unregister_memory_notifier(&bs_memory_nb);
 err_free:
 	kfree(chunk_pfn);
@@ -872,8 +874,8 @@ static void __exit buddy_split_exit(void)
 	debugfs_remove_recursive(debug_dir);
 	misc_deregister(&buddy_split_dev);
 	/* No user is left: the frames go back whatever the arena holds. */
-	release_held();
-	release_chunks();
+	bs_release_held();
+	bs_release_chunks();
 	unregister_memory_notifier(&bs_memory_nb);
 	kfree(chunk_pfn);
 	bs_arena_destroy(arena);
