@@ -38,7 +38,8 @@
  *   the pages still mapped intact.
  *   MIGRATE with failed_addrs inside its own mapping, and every ioctl's
  *   argument struct inside the mapping: correct results.
- * The issue's reproductions 2 and 3 are repro2_* and repro3_*.
+ * The issue's reproductions 2 and 3 are io_uring_pin_zone_movable_dimm_efault
+ * and failed_addrs_in_own_batch.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -364,17 +365,18 @@ TEST_F_TIMEOUT(hu, io_uring_register_buffers_efault, 60)
 }
 
 /*
- * Reproduction 2 of issue 12: 16 touched pages of the mapping on a 1 GiB
- * ZONE_MOVABLE DIMM, registered as an io_uring fixed buffer: the pin
- * spun forever in the old module (GUP retried migrating them out of
- * ZONE_MOVABLE with -EAGAIN). Now: EFAULT within 10 s.
+ * 16 touched pages of the mapping on a 1 GiB ZONE_MOVABLE DIMM, registered
+ * as an io_uring fixed buffer: EFAULT within 10 s, and the data intact,
+ * also after the DIMM is taken out again. (Issue 12's reproduction 2: the
+ * pin spun forever in the old module, GUP retrying to migrate the pages
+ * out of ZONE_MOVABLE with -EAGAIN.)
  */
 #define R2_DIMM		1073741824ULL	/* 1 GiB */
 #define R2_PAGES	16
 #define WAIT_DELETED \
 	"x-memhp-wait-event event=DEVICE_DELETED 'match={\"device\":\"hu-dimm0\"}' timeout=30"
 
-TEST_F_TIMEOUT(hu, repro2_io_uring_pin_on_zone_movable_dimm, 300)
+TEST_F_TIMEOUT(hu, io_uring_pin_zone_movable_dimm_efault, 300)
 {
 	struct migrate_test_migrate m;
 	long before[1024], after[1024], added[64];
@@ -432,7 +434,7 @@ TEST_F_TIMEOUT(hu, repro2_io_uring_pin_on_zone_movable_dimm, 300)
 	ksft_print_msg("16 pages on the ZONE_MOVABLE DIMM (pfns %#llx..), blocks %ld-%ld\n",
 		       (unsigned long long)pfns[0], added[0], added[nn - 1]);
 
-	r = run_bounded("repro 2: IORING_REGISTER_BUFFERS on ZONE_MOVABLE pages",
+	r = run_bounded("IORING_REGISTER_BUFFERS on ZONE_MOVABLE pages",
 			op_uring_map, &o, BOUND);
 	EXPECT_EQ(r, EFAULT);
 	EXPECT_EQ(check(self->buf, R2_PAGES * psz, 2), -1);
@@ -999,10 +1001,10 @@ static void inject(int fd, void *addr, size_t len, unsigned int kind)
 }
 
 /*
- * Reproduction 3 of issue 12: INJECT ALLOC_FAIL on pages 0-1, MIGRATE
- * pages 0-1 (FORCE, batch 2) with failed_addrs at page 1 of the same
- * mapping (o->n = 1), or at a page outside the batch (o->n = 5): both
- * pages fail, their addresses are written there, the rest is intact.
+ * INJECT ALLOC_FAIL on pages 0-1, MIGRATE pages 0-1 (FORCE, batch 2) with
+ * failed_addrs at page 1 of the same mapping, inside the batch (o->n = 1,
+ * issue 12's reproduction 3), or at a page outside the batch (o->n = 5):
+ * both pages fail, their addresses are written there, the rest is intact.
  */
 static int op_failed_addrs(void *arg)
 {
@@ -1048,12 +1050,12 @@ static int op_failed_addrs(void *arg)
 	return HU_OK;
 }
 
-TEST_F_TIMEOUT(hu, repro3_failed_addrs_in_own_batch, 60)
+TEST_F_TIMEOUT(hu, failed_addrs_in_own_batch, 60)
 {
 	struct op o = { .fd = self->fd, .buf = self->buf, .len = self->len,
 			.seed = 1, .n = 1 };
 
-	EXPECT_EQ(run_bounded("repro 3: MIGRATE, failed_addrs at page 1 of its own batch",
+	EXPECT_EQ(run_bounded("MIGRATE, failed_addrs at page 1 of its own batch",
 			      op_failed_addrs, &o, BOUND), 0);
 }
 
