@@ -756,192 +756,282 @@ static bool bs_is_free(const struct bs_section *s, unsigned long off,
 }
 
 /*
+ * bs_check() step 1, one free list: each page on list @o of area @ar lies in
+ * an online section and is the head of a free block of that order and area,
+ * listed once; each is marked BS_PG_SEEN for bs_check_blocks(). *@nr: the
+ * pages listed.
+ */
+static int bs_check_list(struct bs_arena *a, int ar, unsigned int o,
+			 unsigned long *nr, char *msg, size_t len)
+{
+	unsigned long pages = bs_section_pages(a), n = 0;
+	struct bs_page *p;
+
+	list_for_each_entry(p, &a->area[ar].list[o], lru) {
+		struct bs_section *s;
+
+		if (p->section >= a->nr_sections)
+			return BS_ERR("list %s/%u: bad section %u",
+				      bs_area_name(ar), o, p->section);
+		s = &a->sections[p->section];
+		if (!s->online || p < s->pages || p >= s->pages + pages)
+			return BS_ERR("list %s/%u: page outside its section",
+				      bs_area_name(ar), o);
+		if (!(p->flags & BS_PG_BUDDY) || p->order != o ||
+		    p->area != ar || (p->flags & BS_PG_SEEN))
+			return BS_ERR("list %s/%u: pfn %lu flags %#x o%u a%u",
+				      bs_area_name(ar), o,
+				      s->base_pfn + (p - s->pages),
+				      p->flags, p->order, p->area);
+		p->flags |= BS_PG_SEEN;
+		n++;
+	}
+	*nr = n;
+	return 0;
+}
+
+/*
+ * bs_check() step 1, the free lists: every list passes bs_check_list(), its
+ * length is its nr_free, only split mode uses an area other than the first,
+ * and the global lists hold top-order blocks only. *@listed: the blocks on
+ * all lists.
+ */
+static int bs_check_lists(struct bs_arena *a, unsigned long *listed,
+			  char *msg, size_t len)
+{
+	unsigned long n;
+	unsigned int o;
+	int ar, ret;
+
+	for (ar = 0; ar < BS_NR_AREAS; ar++) {
+		for (o = 0; o < BS_MAX_ORDER; o++) {
+			ret = bs_check_list(a, ar, o, &n, msg, len);
+			if (ret)
+				return ret;
+			if (n != a->area[ar].nr_free[o])
+				return BS_ERR("list %s/%u: %lu listed, nr_free %lu",
+					      bs_area_name(ar), o, n,
+					      a->area[ar].nr_free[o]);
+			if (n && a->mode != BS_MODE_SPLIT && ar)
+				return BS_ERR("mode %s uses area %s",
+					      bs_mode_name(a->mode),
+					      bs_area_name(ar));
+			if (n && ar >= BS_AREA_HOTPLUG && o != BS_TOP_ORDER)
+				return BS_ERR("global list %s has order %u",
+					      bs_area_name(ar), o);
+			*listed += n;
+		}
+	}
+	return 0;
+}
+
+/* bs_check() step 2: online sections are sorted by base pfn. */
+static int bs_check_sorted(struct bs_arena *a, unsigned int i, char *msg,
+			   size_t len)
+{
+	struct bs_section *s = &a->sections[a->sorted[i]];
+
+	if (i && s->base_pfn <= a->sections[a->sorted[i - 1]].base_pfn)
+		return BS_ERR("sorted index out of order at %u", i);
+	return 0;
+}
+
+/*
+ * bs_check() step 4, split mode: the free block at @off, on the list of
+ * area p->area, lies in a top-order block that area owns; a global area
+ * is the section's home, and holds whole top-order blocks only.
+ */
+static int bs_check_owner(struct bs_arena *a, struct bs_section *s,
+			  unsigned long off, char *msg, size_t len)
+{
+	struct bs_page *p = &s->pages[off];
+
+	if (a->mode != BS_MODE_SPLIT)
+		return 0;
+	if (p->area != s->owner[off >> BS_TOP_ORDER])
+		return BS_ERR("pfn %lu: on %s, block owned by %s",
+			      s->base_pfn + off, bs_area_name(p->area),
+			      bs_area_name(s->owner[off >> BS_TOP_ORDER]));
+	if (p->area >= BS_AREA_HOTPLUG && p->area != bs_home_area(a, s))
+		return BS_ERR("pfn %lu: on %s in a %s section",
+			      s->base_pfn + off, bs_area_name(p->area),
+			      s->hotplug ? "hotplug" : "pinned");
+	if (p->order < BS_TOP_ORDER && p->area >= BS_AREA_HOTPLUG)
+		return BS_ERR("pfn %lu: partial block on a global list",
+			      s->base_pfn + off);
+	return 0;
+}
+
+/*
+ * bs_check() step 3, the pages of sorted section @i: each is in exactly one
+ * block, aligned to its order, allocated (of a valid type) or free; a free
+ * block was met on a list in step 1 (its BS_PG_SEEN mark is cleared here)
+ * and passes bs_check_owner(). Counts the pages of each type in @used and
+ * the free pages in *@nfree; adds the free blocks to *@heads.
+ */
+static int bs_check_blocks(struct bs_arena *a, unsigned int i,
+			   unsigned long used[BS_NR_TYPES],
+			   unsigned long *nfree, unsigned long *heads,
+			   char *msg, size_t len)
+{
+	struct bs_section *s = &a->sections[a->sorted[i]];
+	unsigned long pages = bs_section_pages(a), off, n;
+	int ret;
+
+	memset(used, 0, BS_NR_TYPES * sizeof(*used));
+	*nfree = 0;
+	for (off = 0; off < pages; off += n) {
+		struct bs_page *p = &s->pages[off];
+		unsigned long k;
+
+		if (!(p->flags & (BS_PG_BUDDY | BS_PG_HEAD)) ||
+		    p->order > BS_TOP_ORDER)
+			return BS_ERR("section %u pfn %lu: in no block",
+				      a->sorted[i], s->base_pfn + off);
+		n = 1UL << p->order;
+		if (off & (n - 1))
+			return BS_ERR("section %u pfn %lu: misaligned order %u",
+				      a->sorted[i], s->base_pfn + off,
+				      p->order);
+		for (k = 1; k < n; k++)
+			if (s->pages[off + k].flags)
+				return BS_ERR("section %u pfn %lu: in two blocks",
+					      a->sorted[i],
+					      s->base_pfn + off + k);
+		if (p->flags & BS_PG_HEAD) {
+			if (p->type >= BS_NR_TYPES)
+				return BS_ERR("pfn %lu: bad type %u",
+					      s->base_pfn + off, p->type);
+			used[p->type] += n;
+			continue;
+		}
+		if (!(p->flags & BS_PG_SEEN))
+			return BS_ERR("section %u pfn %lu: free but on no list",
+				      a->sorted[i], s->base_pfn + off);
+		p->flags &= ~BS_PG_SEEN;
+		(*heads)++;
+		*nfree += n;
+		ret = bs_check_owner(a, s, off, msg, len);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/*
+ * bs_check() step 5: sorted section @i's counters agree with the pages
+ * bs_check_blocks() counted.
+ */
+static int bs_check_counters(struct bs_arena *a, unsigned int i,
+			     const unsigned long used[BS_NR_TYPES],
+			     unsigned long nfree, char *msg, size_t len)
+{
+	struct bs_section *s = &a->sections[a->sorted[i]];
+	int t;
+
+	for (t = 0; t < BS_NR_TYPES; t++)
+		if (used[t] != s->used[t])
+			return BS_ERR("section %u: %lu %s pages, counter %lu",
+				      a->sorted[i], used[t], bs_type_name(t),
+				      s->used[t]);
+	if (nfree != s->nr_free)
+		return BS_ERR("section %u: %lu free pages, counter %lu",
+			      a->sorted[i], nfree, s->nr_free);
+	return 0;
+}
+
+/*
+ * bs_check() step 6, bitmap mode: in sorted section @i, each pair's bit is
+ * "exactly one buddy free at this order".
+ */
+static int bs_check_bitmap(struct bs_arena *a, unsigned int i, char *msg,
+			   size_t len)
+{
+	struct bs_section *s = &a->sections[a->sorted[i]];
+	unsigned long pages = bs_section_pages(a), off;
+	unsigned int o;
+
+	for (o = 0; o < BS_TOP_ORDER; o++) {
+		for (off = 0; off < pages; off += 2UL << o) {
+			bool want = bs_is_free(s, off, o) ^
+				    bs_is_free(s, off + (1UL << o), o);
+
+			if (bs_test_bit(a->map[o],
+					bs_map_index(a, s, off, o)) != want)
+				return BS_ERR("bitmap order %u pfn %lu: bit %d, want %d",
+					      o, s->base_pfn + off, !want,
+					      want);
+		}
+	}
+	return 0;
+}
+
+/* After a failed bs_check(): leave no scratch marks behind. */
+static void bs_check_clear_marks(struct bs_arena *a)
+{
+	unsigned long pages = bs_section_pages(a), off;
+	unsigned int i;
+
+	for (i = 0; i < a->nr_sorted; i++) {
+		struct bs_section *s = &a->sections[a->sorted[i]];
+
+		for (off = 0; off < pages; off++)
+			s->pages[off].flags &= ~BS_PG_SEEN;
+	}
+}
+
+/*
  * The invariant check: every page of every online section is in exactly one
  * place (one free block on the list its descriptor names, or one allocated
  * block), the counters agree, split-mode owners agree with the lists, and in
  * bitmap mode each pair's bit is "exactly one buddy free at this order".
  * Returns 0, or -EUCLEAN with the first violation in @msg.
+ *
+ * Steps, in order (the first violation found is the one reported):
+ *  1. the free lists (bs_check_lists()), marking each listed block;
+ *  for each online section, in pfn order:
+ *  2. the sorted index (bs_check_sorted());
+ *  3. every page in exactly one block, each free block marked in step 1
+ *     (bs_check_blocks());
+ *  4. in split mode, the owner of each free block (bs_check_owner(), from
+ *     step 3);
+ *  5. the section's counters (bs_check_counters());
+ *  6. in bitmap mode, the bitmaps (bs_check_bitmap());
+ *  then as many free blocks on the lists as in the sections.
  */
 int bs_check(struct bs_arena *a, char *msg, size_t len)
 {
-	unsigned long pages = bs_section_pages(a), listed = 0, heads = 0;
-	unsigned long used[BS_NR_TYPES], nfree, off, n;
-	unsigned int i, o;
-	int ar, ret = 0, t;
+	unsigned long used[BS_NR_TYPES], nfree, listed = 0, heads = 0;
+	unsigned int i;
+	int ret;
 
 	if (msg && len)
 		msg[0] = '\0';
-	for (ar = 0; ar < BS_NR_AREAS; ar++) {
-		for (o = 0; o < BS_MAX_ORDER; o++) {
-			struct bs_page *p;
-
-			n = 0;
-			list_for_each_entry(p, &a->area[ar].list[o], lru) {
-				struct bs_section *s;
-
-				if (p->section >= a->nr_sections) {
-					ret = BS_ERR("list %s/%u: bad section %u",
-						     bs_area_name(ar), o,
-						     p->section);
-					goto out;
-				}
-				s = &a->sections[p->section];
-				if (!s->online || p < s->pages ||
-				    p >= s->pages + pages) {
-					ret = BS_ERR("list %s/%u: page outside its section",
-						     bs_area_name(ar), o);
-					goto out;
-				}
-				if (!(p->flags & BS_PG_BUDDY) ||
-				    p->order != o || p->area != ar ||
-				    (p->flags & BS_PG_SEEN)) {
-					ret = BS_ERR("list %s/%u: pfn %lu flags %#x o%u a%u",
-						     bs_area_name(ar), o,
-						     s->base_pfn + (p - s->pages),
-						     p->flags, p->order, p->area);
-					goto out;
-				}
-				p->flags |= BS_PG_SEEN;
-				n++;
-			}
-			if (n != a->area[ar].nr_free[o]) {
-				ret = BS_ERR("list %s/%u: %lu listed, nr_free %lu",
-					     bs_area_name(ar), o, n,
-					     a->area[ar].nr_free[o]);
-				goto out;
-			}
-			if (n && a->mode != BS_MODE_SPLIT && ar) {
-				ret = BS_ERR("mode %s uses area %s",
-					     bs_mode_name(a->mode),
-					     bs_area_name(ar));
-				goto out;
-			}
-			if (n && ar >= BS_AREA_HOTPLUG && o != BS_TOP_ORDER) {
-				ret = BS_ERR("global list %s has order %u",
-					     bs_area_name(ar), o);
-				goto out;
-			}
-			listed += n;
-		}
-	}
+	ret = bs_check_lists(a, &listed, msg, len);
+	if (ret)
+		goto out;
 	for (i = 0; i < a->nr_sorted; i++) {
-		struct bs_section *s = &a->sections[a->sorted[i]];
-
-		if (i && s->base_pfn <= a->sections[a->sorted[i - 1]].base_pfn) {
-			ret = BS_ERR("sorted index out of order at %u", i);
+		ret = bs_check_sorted(a, i, msg, len);
+		if (ret)
 			goto out;
-		}
-		memset(used, 0, sizeof(used));
-		nfree = 0;
-		for (off = 0; off < pages; off += n) {
-			struct bs_page *p = &s->pages[off];
-			unsigned long k;
-
-			if (!(p->flags & (BS_PG_BUDDY | BS_PG_HEAD)) ||
-			    p->order > BS_TOP_ORDER) {
-				ret = BS_ERR("section %u pfn %lu: in no block",
-					     a->sorted[i], s->base_pfn + off);
-				goto out;
-			}
-			n = 1UL << p->order;
-			if (off & (n - 1)) {
-				ret = BS_ERR("section %u pfn %lu: misaligned order %u",
-					     a->sorted[i], s->base_pfn + off,
-					     p->order);
-				goto out;
-			}
-			for (k = 1; k < n; k++)
-				if (s->pages[off + k].flags) {
-					ret = BS_ERR("section %u pfn %lu: in two blocks",
-						     a->sorted[i],
-						     s->base_pfn + off + k);
-					goto out;
-				}
-			if (p->flags & BS_PG_HEAD) {
-				if (p->type >= BS_NR_TYPES) {
-					ret = BS_ERR("pfn %lu: bad type %u",
-						     s->base_pfn + off, p->type);
-					goto out;
-				}
-				used[p->type] += n;
-				continue;
-			}
-			if (!(p->flags & BS_PG_SEEN)) {
-				ret = BS_ERR("section %u pfn %lu: free but on no list",
-					     a->sorted[i], s->base_pfn + off);
-				goto out;
-			}
-			p->flags &= ~BS_PG_SEEN;
-			heads++;
-			nfree += n;
-			if (a->mode == BS_MODE_SPLIT &&
-			    p->area != s->owner[off >> BS_TOP_ORDER]) {
-				ret = BS_ERR("pfn %lu: on %s, block owned by %s",
-					     s->base_pfn + off,
-					     bs_area_name(p->area),
-					     bs_area_name(s->owner[off >> BS_TOP_ORDER]));
-				goto out;
-			}
-			if (a->mode == BS_MODE_SPLIT &&
-			    p->area >= BS_AREA_HOTPLUG &&
-			    p->area != bs_home_area(a, s)) {
-				ret = BS_ERR("pfn %lu: on %s in a %s section",
-					     s->base_pfn + off,
-					     bs_area_name(p->area),
-					     s->hotplug ? "hotplug" : "pinned");
-				goto out;
-			}
-			if (a->mode == BS_MODE_SPLIT && p->order < BS_TOP_ORDER &&
-			    p->area >= BS_AREA_HOTPLUG) {
-				ret = BS_ERR("pfn %lu: partial block on a global list",
-					     s->base_pfn + off);
-				goto out;
-			}
-		}
-		for (t = 0; t < BS_NR_TYPES; t++)
-			if (used[t] != s->used[t]) {
-				ret = BS_ERR("section %u: %lu %s pages, counter %lu",
-					     a->sorted[i], used[t], bs_type_name(t),
-					     s->used[t]);
-				goto out;
-			}
-		if (nfree != s->nr_free) {
-			ret = BS_ERR("section %u: %lu free pages, counter %lu",
-				     a->sorted[i], nfree, s->nr_free);
+		ret = bs_check_blocks(a, i, used, &nfree, &heads, msg, len);
+		if (ret)
 			goto out;
-		}
+		ret = bs_check_counters(a, i, used, nfree, msg, len);
+		if (ret)
+			goto out;
 		if (a->mode != BS_MODE_BITMAP)
 			continue;
-		for (o = 0; o < BS_TOP_ORDER; o++) {
-			for (off = 0; off < pages; off += 2UL << o) {
-				bool want = bs_is_free(s, off, o) ^
-					    bs_is_free(s, off + (1UL << o), o);
-
-				if (bs_test_bit(a->map[o],
-						bs_map_index(a, s, off, o)) != want) {
-					ret = BS_ERR("bitmap order %u pfn %lu: bit %d, want %d",
-						     o, s->base_pfn + off, !want,
-						     want);
-					goto out;
-				}
-			}
-		}
+		ret = bs_check_bitmap(a, i, msg, len);
+		if (ret)
+			goto out;
 	}
-	if (heads != listed) {
+	if (heads != listed)
 		ret = BS_ERR("%lu listed blocks, %lu free heads in sections",
 			     listed, heads);
-		goto out;
-	}
 out:
-	if (ret) {
-		/* Leave no scratch marks behind. */
-		for (i = 0; i < a->nr_sorted; i++) {
-			struct bs_section *s = &a->sections[a->sorted[i]];
-
-			for (off = 0; off < pages; off++)
-				s->pages[off].flags &= ~BS_PG_SEEN;
-		}
-	}
+	if (ret)
+		bs_check_clear_marks(a);
 	return ret;
 }
 

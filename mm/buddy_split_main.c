@@ -66,20 +66,20 @@ module_param(pinned_sections, uint, 0444);
 MODULE_PARM_DESC(pinned_sections, "Slots 0..N-1 are pinned, the rest hotplug (default 2)");
 
 static DEFINE_MUTEX(buddy_split_lock);
-static struct bs_arena *arena;		/* protected by buddy_split_lock */
-static unsigned long *chunk_pfn;	/* base pfn of each slot's frames */
-static unsigned long chunk_pages;	/* pages per slot */
+static struct bs_arena *bs_split_arena;	/* protected by buddy_split_lock */
+static unsigned long *bs_chunk_pfn;	/* base pfn of each slot's frames */
+static unsigned long bs_chunk_pages;	/* pages per slot */
 /*
  * The frames of a slot are one unmovable allocation until unload, and
- * take_chunk() prefers ZONE_MOVABLE. offline_pages() trusts ZONE_MOVABLE
+ * bs_take_chunk() prefers ZONE_MOVABLE. offline_pages() trusts ZONE_MOVABLE
  * to hold only movable pages (has_unmovable_pages() does not look there),
  * isolates such a block and would then retry migrating until a signal:
  * our frames never move. bs_memory_notify() therefore refuses
  * MEM_GOING_OFFLINE of a block that overlaps a slot (notifier_from_errno(),
  * as virtio_mem does), and that offline fails with -EBUSY at once.
  *
- * bs_chunk_lock protects chunk_pfn[], bs_offlining and bs_taint against
- * the notifier. take_chunk() publishes a slot's pfn before
+ * bs_chunk_lock protects bs_chunk_pfn[], bs_offlining and bs_taint against
+ * the notifier. bs_take_chunk() publishes a slot's pfn before
  * alloc_contig_range() starts on it, so an offline that isolates the range
  * after that finds the slot when it notifies. An offline that isolated the
  * range first makes alloc_contig_range() fail, and that failure ends with
@@ -88,7 +88,7 @@ static unsigned long chunk_pages;	/* pages per slot */
  * then fail for that offline until a signal. Hence:
  *  - bs_offlining: the range between an offline's MEM_GOING_OFFLINE and
  *    its MEM_OFFLINE/MEM_CANCEL_OFFLINE (offlines are serialized by
- *    mem_hotplug_lock: one at a time); take_chunk() skips candidates that
+ *    mem_hotplug_lock: one at a time); bs_take_chunk() skips candidates that
  *    overlap it, so it never undoes the isolation of an offline that is
  *    past its notifier;
  *  - bs_taint: the span of the candidates whose alloc_contig_range()
@@ -104,18 +104,18 @@ static unsigned long bs_offlining[2];	/* [start, end) pfns, or 0, 0 */
 static unsigned long bs_taint[2];	/* [start, end) pfns, or 0, 0 */
 static unsigned long bs_taint_until;	/* jiffies */
 #define BS_TAINT_SECS	10
-static struct dentry *debug_dir;
-static LIST_HEAD(held_pages);		/* KERNEL_HOLD pages, by page->lru */
-static unsigned long nr_held;		/* protected by buddy_split_lock */
+static struct dentry *bs_debug_dir;
+static LIST_HEAD(bs_held_pages);	/* KERNEL_HOLD pages, by page->lru */
+static unsigned long bs_nr_held;	/* protected by buddy_split_lock */
 
-static unsigned long section_pages(void)
+static unsigned long bs_arena_section_pages(void)
 {
-	return bs_section_pages(arena);
+	return bs_section_pages(bs_split_arena);
 }
 
 /* May [pfn, pfn + n) of @zone be asked of alloc_contig_range()? */
-static bool chunk_usable(struct zone *zone, unsigned long pfn,
-			 unsigned long n)
+static bool bs_chunk_usable(struct zone *zone, unsigned long pfn,
+			    unsigned long n)
 {
 	unsigned long i;
 
@@ -129,38 +129,39 @@ static bool chunk_usable(struct zone *zone, unsigned long pfn,
 	return true;
 }
 
-static bool overlaps(const unsigned long *r, unsigned long pfn,
-		     unsigned long n)
+static bool bs_overlaps(const unsigned long *r, unsigned long pfn,
+			unsigned long n)
 {
 	return r[0] < pfn + n && pfn < r[1];
 }
 
-static void set_chunk(unsigned int slot, unsigned long pfn)
+static void bs_set_chunk(unsigned int slot, unsigned long pfn)
 {
 	spin_lock(&bs_chunk_lock);
-	chunk_pfn[slot] = pfn;
+	bs_chunk_pfn[slot] = pfn;
 	spin_unlock(&bs_chunk_lock);
 }
 
 /* Publish @pfn for @slot unless an offline in flight overlaps it. */
-static bool publish_chunk(unsigned int slot, unsigned long pfn,
-			  unsigned long n)
+static bool bs_publish_chunk(unsigned int slot, unsigned long pfn,
+			     unsigned long n)
 {
 	bool ok;
 
 	spin_lock(&bs_chunk_lock);
-	ok = !overlaps(bs_offlining, pfn, n);
+	ok = !bs_overlaps(bs_offlining, pfn, n);
 	if (ok)
-		chunk_pfn[slot] = pfn;
+		bs_chunk_pfn[slot] = pfn;
 	spin_unlock(&bs_chunk_lock);
 	return ok;
 }
 
 /* alloc_contig_range() failed on [pfn, pfn + n): unpublish, taint. */
-static void fail_chunk(unsigned int slot, unsigned long pfn, unsigned long n)
+static void bs_fail_chunk(unsigned int slot, unsigned long pfn,
+			  unsigned long n)
 {
 	spin_lock(&bs_chunk_lock);
-	chunk_pfn[slot] = 0;
+	bs_chunk_pfn[slot] = 0;
 	if (bs_taint[0] == bs_taint[1]) {
 		bs_taint[0] = pfn;
 		bs_taint[1] = pfn + n;
@@ -173,7 +174,7 @@ static void fail_chunk(unsigned int slot, unsigned long pfn, unsigned long n)
 }
 
 /* Take one aligned chunk of @n pages from the kernel for @slot; 0 or -errno. */
-static int take_chunk(unsigned int slot, unsigned long n)
+static int bs_take_chunk(unsigned int slot, unsigned long n)
 {
 	static const enum zone_type order[] = {
 		ZONE_MOVABLE, ZONE_NORMAL, ZONE_DMA32,
@@ -194,15 +195,15 @@ static int take_chunk(unsigned int slot, unsigned long n)
 				pfn -= n;
 				if (fatal_signal_pending(current))
 					return -EINTR;
-				if (!chunk_usable(zone, pfn, n))
+				if (!bs_chunk_usable(zone, pfn, n))
 					continue;
-				if (!publish_chunk(slot, pfn, n))
+				if (!bs_publish_chunk(slot, pfn, n))
 					continue;	/* see bs_chunk_lock */
 				if (!alloc_contig_range(pfn, pfn + n,
 							MIGRATE_MOVABLE,
 							GFP_KERNEL | __GFP_NOWARN))
 					return 0;
-				fail_chunk(slot, pfn, n);
+				bs_fail_chunk(slot, pfn, n);
 				cond_resched();
 			}
 		}
@@ -210,24 +211,24 @@ static int take_chunk(unsigned int slot, unsigned long n)
 	return -ENOMEM;
 }
 
-static void release_chunks(void)
+static void bs_release_chunks(void)
 {
 	unsigned int i;
 
 	for (i = 0; i < nr_sections; i++) {
-		if (chunk_pfn[i])
-			free_contig_range(chunk_pfn[i], chunk_pages);
-		set_chunk(i, 0);
+		if (bs_chunk_pfn[i])
+			free_contig_range(bs_chunk_pfn[i], bs_chunk_pages);
+		bs_set_chunk(i, 0);
 	}
 }
 
-static int tick(void *arg)
+static int bs_tick(void *arg)
 {
 	cond_resched();
 	return fatal_signal_pending(current);
 }
 
-static long do_alloc(void __user *uarg)
+static long bs_ioctl_alloc(void __user *uarg)
 {
 	struct buddy_split_alloc a;
 	unsigned long pfn;
@@ -238,18 +239,18 @@ static long do_alloc(void __user *uarg)
 	if (a.flags || a.reserved || a.type >= BS_NR_TYPES ||
 	    a.order >= BS_MAX_ORDER)
 		return -EINVAL;
-	ret = bs_alloc(arena, a.type, a.order, &pfn);
+	ret = bs_alloc(bs_split_arena, a.type, a.order, &pfn);
 	if (ret)
 		return ret;
 	a.pfn = pfn;
 	if (copy_to_user(uarg, &a, sizeof(a))) {
-		bs_free(arena, pfn);
+		bs_free(bs_split_arena, pfn);
 		return -EFAULT;
 	}
 	return 0;
 }
 
-static long do_free(void __user *uarg)
+static long bs_ioctl_free(void __user *uarg)
 {
 	struct buddy_split_free f;
 
@@ -257,10 +258,10 @@ static long do_free(void __user *uarg)
 		return -EFAULT;
 	if (f.flags)
 		return -EINVAL;
-	return bs_free(arena, f.pfn);
+	return bs_free(bs_split_arena, f.pfn);
 }
 
-static long do_workload(void __user *uarg)
+static long bs_ioctl_workload(void __user *uarg)
 {
 	struct buddy_split_workload u;
 	struct bs_workload_result res;
@@ -283,7 +284,7 @@ static long do_workload(void __user *uarg)
 	if (ret)
 		return ret;
 	t0 = ktime_get_ns();
-	ret = bs_workload_run(arena, &w, &res, tick, NULL);
+	ret = bs_workload_run(bs_split_arena, &w, &res, bs_tick, NULL);
 	u.ns = ktime_get_ns() - t0;
 	if (ret)
 		return ret;
@@ -296,7 +297,7 @@ static long do_workload(void __user *uarg)
 	return copy_to_user(uarg, &u, sizeof(u)) ? -EFAULT : 0;
 }
 
-static long do_section(void __user *uarg, bool add)
+static long bs_ioctl_section(void __user *uarg, bool add)
 {
 	struct buddy_split_section s;
 	int ret, blocker = -1;
@@ -310,12 +311,12 @@ static long do_section(void __user *uarg, bool add)
 		return -EINVAL;
 	t0 = ktime_get_ns();
 	if (add)
-		ret = bs_section_add(arena, s.nr, chunk_pfn[s.nr],
+		ret = bs_section_add(bs_split_arena, s.nr, bs_chunk_pfn[s.nr],
 				     s.nr >= pinned_sections);
 	else if (s.flags & BUDDY_SPLIT_SECTION_DRY_RUN)
-		ret = bs_section_check(arena, s.nr, &blocker);
+		ret = bs_section_check(bs_split_arena, s.nr, &blocker);
 	else
-		ret = bs_section_remove(arena, s.nr, &blocker);
+		ret = bs_section_remove(bs_split_arena, s.nr, &blocker);
 	s.ns = ktime_get_ns() - t0;
 	s.blocker = blocker;
 	if (ret && ret != -EBUSY)
@@ -325,7 +326,7 @@ static long do_section(void __user *uarg, bool add)
 	return ret;
 }
 
-static long do_reset(void __user *uarg)
+static long bs_ioctl_reset(void __user *uarg)
 {
 	struct buddy_split_reset r;
 
@@ -333,10 +334,10 @@ static long do_reset(void __user *uarg)
 		return -EFAULT;
 	if (r.reserved || r.mode >= BS_NR_MODES)
 		return -EINVAL;
-	return bs_arena_reset(arena, r.mode);
+	return bs_arena_reset(bs_split_arena, r.mode);
 }
 
-static int bench_kernel(struct buddy_split_bench *b)
+static int bs_bench_kernel(struct buddy_split_bench *b)
 {
 	struct page **pages;
 	u64 seed = b->seed, t0;
@@ -369,7 +370,7 @@ static int bench_kernel(struct buddy_split_bench *b)
 }
 
 /* The arena side mirrors bs_bench() with the two phases timed apart. */
-static int bench_arena(struct buddy_split_bench *b)
+static int bs_bench_arena(struct buddy_split_bench *b)
 {
 	unsigned long *pfns, i, got, bad = 0;
 	u64 seed = b->seed, t0;
@@ -381,7 +382,7 @@ static int bench_arena(struct buddy_split_bench *b)
 		return -ENOMEM;
 	t0 = ktime_get_ns();
 	for (got = 0; got < b->count; got++)
-		if (bs_alloc(arena, b->type, b->order, &pfns[got]))
+		if (bs_alloc(bs_split_arena, b->type, b->order, &pfns[got]))
 			break;
 	b->alloc_ns = ktime_get_ns() - t0;
 	for (i = got; i > 1; i--) {
@@ -391,14 +392,14 @@ static int bench_arena(struct buddy_split_bench *b)
 	}
 	t0 = ktime_get_ns();
 	for (i = 0; i < got; i++)
-		bad += !!bs_free(arena, pfns[i]);
+		bad += !!bs_free(bs_split_arena, pfns[i]);
 	b->free_ns = ktime_get_ns() - t0;
 	b->done = got;
 	kvfree(pfns);
 	return bad ? -EUCLEAN : 0;
 }
 
-static long do_bench(void __user *uarg)
+static long bs_ioctl_bench(void __user *uarg)
 {
 	struct buddy_split_bench b;
 	int ret;
@@ -409,56 +410,56 @@ static long do_bench(void __user *uarg)
 	    b.order >= BS_MAX_ORDER || !b.count || b.count > (1 << 20))
 		return -EINVAL;
 	if (b.target == BUDDY_SPLIT_BENCH_KERNEL)
-		ret = bench_kernel(&b);
+		ret = bs_bench_kernel(&b);
 	else
-		ret = bench_arena(&b);
+		ret = bs_bench_arena(&b);
 	if (ret)
 		return ret;
 	return copy_to_user(uarg, &b, sizeof(b)) ? -EFAULT : 0;
 }
 
-static long do_info(void __user *uarg)
+static long bs_ioctl_info(void __user *uarg)
 {
 	struct buddy_split_info i = {};
 	size_t maps;
 
 	i.nr_sections = nr_sections;
-	i.nr_online = arena->nr_sorted;
-	i.section_shift = arena->section_shift;
-	i.mode = arena->mode;
-	i.policy = arena->policy;
+	i.nr_online = bs_split_arena->nr_sorted;
+	i.section_shift = bs_split_arena->section_shift;
+	i.mode = bs_split_arena->mode;
+	i.policy = bs_split_arena->policy;
 	i.pinned_sections = min(pinned_sections, nr_sections);
-	i.online_pages = bs_online_pages(arena);
-	i.free_pages = bs_free_pages(arena);
-	i.meta_bytes = bs_metadata_bytes(arena, &maps);
+	i.online_pages = bs_online_pages(bs_split_arena);
+	i.free_pages = bs_free_pages(bs_split_arena);
+	i.meta_bytes = bs_metadata_bytes(bs_split_arena, &maps);
 	i.bitmap_bytes = maps;
-	i.bitmap_reallocs = arena->stats.bitmap_reallocs;
-	i.reclaimed_pages = arena->stats.reclaimed_pages;
+	i.bitmap_reallocs = bs_split_arena->stats.bitmap_reallocs;
+	i.reclaimed_pages = bs_split_arena->stats.reclaimed_pages;
 	return copy_to_user(uarg, &i, sizeof(i)) ? -EFAULT : 0;
 }
 
-static long do_check(void)
+static long bs_ioctl_check(void)
 {
 	char msg[160];
-	int ret = bs_check(arena, msg, sizeof(msg));
+	int ret = bs_check(bs_split_arena, msg, sizeof(msg));
 
 	if (ret)
 		pr_err("invariant check failed: %s\n", msg);
 	return ret;
 }
 
-static void release_held(void)
+static void bs_release_held(void)
 {
 	struct page *page, *next;
 
-	list_for_each_entry_safe(page, next, &held_pages, lru) {
+	list_for_each_entry_safe(page, next, &bs_held_pages, lru) {
 		list_del(&page->lru);
 		__free_page(page);
 	}
-	nr_held = 0;
+	bs_nr_held = 0;
 }
 
-static long do_hold(void __user *uarg)
+static long bs_ioctl_hold(void __user *uarg)
 {
 	struct buddy_split_hold h;
 	gfp_t gfp = GFP_KERNEL | __GFP_NOWARN;
@@ -470,7 +471,7 @@ static long do_hold(void __user *uarg)
 			   h.type != BS_KERNEL_NONRECLAIMABLE))
 		return -EINVAL;
 	if (!h.pages || h.pages > totalram_pages() / 4 ||
-	    nr_held + h.pages > totalram_pages() / 4)
+	    bs_nr_held + h.pages > totalram_pages() / 4)
 		return -EINVAL;
 	if (h.type == BS_KERNEL_RECLAIMABLE)
 		gfp |= __GFP_RECLAIMABLE;
@@ -479,8 +480,8 @@ static long do_hold(void __user *uarg)
 
 		if (!page)
 			break;
-		list_add_tail(&page->lru, &held_pages);
-		nr_held++;
+		list_add_tail(&page->lru, &bs_held_pages);
+		bs_nr_held++;
 		if (!(got & 1023)) {
 			cond_resched();
 			if (fatal_signal_pending(current))
@@ -500,37 +501,37 @@ static long buddy_split_ioctl(struct file *file, unsigned int cmd,
 	mutex_lock(&buddy_split_lock);
 	switch (cmd) {
 	case BUDDY_SPLIT_IOC_ALLOC:
-		ret = do_alloc(uarg);
+		ret = bs_ioctl_alloc(uarg);
 		break;
 	case BUDDY_SPLIT_IOC_FREE:
-		ret = do_free(uarg);
+		ret = bs_ioctl_free(uarg);
 		break;
 	case BUDDY_SPLIT_IOC_WORKLOAD:
-		ret = do_workload(uarg);
+		ret = bs_ioctl_workload(uarg);
 		break;
 	case BUDDY_SPLIT_IOC_SECTION_REMOVE:
-		ret = do_section(uarg, false);
+		ret = bs_ioctl_section(uarg, false);
 		break;
 	case BUDDY_SPLIT_IOC_SECTION_ADD:
-		ret = do_section(uarg, true);
+		ret = bs_ioctl_section(uarg, true);
 		break;
 	case BUDDY_SPLIT_IOC_RESET:
-		ret = do_reset(uarg);
+		ret = bs_ioctl_reset(uarg);
 		break;
 	case BUDDY_SPLIT_IOC_BENCH:
-		ret = do_bench(uarg);
+		ret = bs_ioctl_bench(uarg);
 		break;
 	case BUDDY_SPLIT_IOC_INFO:
-		ret = do_info(uarg);
+		ret = bs_ioctl_info(uarg);
 		break;
 	case BUDDY_SPLIT_IOC_CHECK:
-		ret = do_check();
+		ret = bs_ioctl_check();
 		break;
 	case BUDDY_SPLIT_IOC_KERNEL_HOLD:
-		ret = do_hold(uarg);
+		ret = bs_ioctl_hold(uarg);
 		break;
 	case BUDDY_SPLIT_IOC_KERNEL_RELEASE:
-		release_held();
+		bs_release_held();
 		ret = 0;
 		break;
 	default:
@@ -555,7 +556,7 @@ static ssize_t policy_show(struct device *dev, struct device_attribute *attr,
 	int p;
 
 	mutex_lock(&buddy_split_lock);
-	p = arena->policy;
+	p = bs_split_arena->policy;
 	mutex_unlock(&buddy_split_lock);
 	return sysfs_emit(buf, "%s\n", bs_policy_name(p));
 }
@@ -568,7 +569,7 @@ static ssize_t policy_store(struct device *dev, struct device_attribute *attr,
 	if (p < 0)
 		return p;
 	mutex_lock(&buddy_split_lock);
-	bs_set_policy(arena, p);
+	bs_set_policy(bs_split_arena, p);
 	mutex_unlock(&buddy_split_lock);
 	return count;
 }
@@ -580,7 +581,7 @@ static ssize_t mode_show(struct device *dev, struct device_attribute *attr,
 	int m;
 
 	mutex_lock(&buddy_split_lock);
-	m = arena->mode;
+	m = bs_split_arena->mode;
 	mutex_unlock(&buddy_split_lock);
 	return sysfs_emit(buf, "%s\n", bs_mode_name(m));
 }
@@ -594,7 +595,7 @@ static ssize_t mode_store(struct device *dev, struct device_attribute *attr,
 	if (m < 0)
 		return m;
 	mutex_lock(&buddy_split_lock);
-	ret = bs_arena_reset(arena, m);
+	ret = bs_arena_reset(bs_split_arena, m);
 	mutex_unlock(&buddy_split_lock);
 	return ret ? ret : count;
 }
@@ -606,7 +607,7 @@ static ssize_t kreclaim_home_show(struct device *dev,
 	int h;
 
 	mutex_lock(&buddy_split_lock);
-	h = arena->kreclaim_home;
+	h = bs_split_arena->kreclaim_home;
 	mutex_unlock(&buddy_split_lock);
 	return sysfs_emit(buf, "%s\n", h == BS_AREA_HOTPLUG ? "hotplug" : "pinned");
 }
@@ -624,7 +625,7 @@ static ssize_t kreclaim_home_store(struct device *dev,
 	else
 		return -EINVAL;
 	mutex_lock(&buddy_split_lock);
-	bs_set_kreclaim_home(arena, h);
+	bs_set_kreclaim_home(bs_split_arena, h);
 	mutex_unlock(&buddy_split_lock);
 	return count;
 }
@@ -634,7 +635,7 @@ static ssize_t geometry_show(struct device *dev, struct device_attribute *attr,
 			     char *buf)
 {
 	return sysfs_emit(buf, "sections %u section_pages %lu pinned %u\n",
-			  nr_sections, section_pages(),
+			  nr_sections, bs_arena_section_pages(),
 			  min(pinned_sections, nr_sections));
 }
 static DEVICE_ATTR_RO(geometry);
@@ -657,19 +658,20 @@ static struct miscdevice buddy_split_dev = {
 };
 
 /* debugfs dumps. */
-static int sections_show(struct seq_file *m, void *v)
+static int bs_dbg_sections_show(struct seq_file *m, void *v)
 {
 	unsigned int i;
 
 	mutex_lock(&buddy_split_lock);
 	seq_puts(m, "# nr base_pfn kind state user kreclaim kpinned free verdict\n");
 	for (i = 0; i < nr_sections; i++) {
-		struct bs_section *s = &arena->sections[i];
+		struct bs_section *s = &bs_split_arena->sections[i];
 		int blocker = -1, ret;
 
-		ret = bs_section_check(arena, i, &blocker);
+		ret = bs_section_check(bs_split_arena, i, &blocker);
 		seq_printf(m, "%u %#lx %s %s %lu %lu %lu %lu %s\n", i,
-			   chunk_pfn[i], i < pinned_sections ? "pinned" : "hotplug",
+			   bs_chunk_pfn[i],
+			   i < pinned_sections ? "pinned" : "hotplug",
 			   s->online ? "online" : "offline",
 			   s->used[0], s->used[1], s->used[2], s->nr_free,
 			   ret == -EBUSY ? bs_type_name(blocker) :
@@ -678,20 +680,20 @@ static int sections_show(struct seq_file *m, void *v)
 	mutex_unlock(&buddy_split_lock);
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(sections);
+DEFINE_SHOW_ATTRIBUTE(bs_dbg_sections);
 
 #define DUMP_PER_LIST	32
 
-static int free_lists_show(struct seq_file *m, void *v)
+static int bs_dbg_free_lists_show(struct seq_file *m, void *v)
 {
 	int ar, o;
 
 	mutex_lock(&buddy_split_lock);
-	seq_printf(m, "mode %s policy %s\n", bs_mode_name(arena->mode),
-		   bs_policy_name(arena->policy));
+	seq_printf(m, "mode %s policy %s\n", bs_mode_name(bs_split_arena->mode),
+		   bs_policy_name(bs_split_arena->policy));
 	for (ar = 0; ar < BS_NR_AREAS; ar++) {
 		for (o = 0; o < BS_MAX_ORDER; o++) {
-			struct bs_free_area *fa = &arena->area[ar];
+			struct bs_free_area *fa = &bs_split_arena->area[ar];
 			struct bs_page *p;
 			int n = 0;
 
@@ -700,7 +702,7 @@ static int free_lists_show(struct seq_file *m, void *v)
 			seq_printf(m, "%s order %d: %lu:", bs_area_name(ar), o,
 				   fa->nr_free[o]);
 			list_for_each_entry(p, &fa->list[o], lru) {
-				struct bs_section *s = &arena->sections[p->section];
+				struct bs_section *s = &bs_split_arena->sections[p->section];
 
 				if (n++ == DUMP_PER_LIST) {
 					seq_puts(m, " ...");
@@ -715,15 +717,15 @@ static int free_lists_show(struct seq_file *m, void *v)
 	mutex_unlock(&buddy_split_lock);
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(free_lists);
+DEFINE_SHOW_ATTRIBUTE(bs_dbg_free_lists);
 
-static int stats_show(struct seq_file *m, void *v)
+static int bs_dbg_stats_show(struct seq_file *m, void *v)
 {
 	struct bs_stats *st;
 	int t;
 
 	mutex_lock(&buddy_split_lock);
-	st = &arena->stats;
+	st = &bs_split_arena->stats;
 	for (t = 0; t < BS_NR_TYPES; t++)
 		seq_printf(m, "%s allocs %llu fails %llu refills %llu fallbacks %llu\n",
 			   bs_type_name(t), st->allocs[t], st->fails[t],
@@ -733,15 +735,15 @@ static int stats_show(struct seq_file *m, void *v)
 	mutex_unlock(&buddy_split_lock);
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(stats);
+DEFINE_SHOW_ATTRIBUTE(bs_dbg_stats);
 
-static int check_show(struct seq_file *m, void *v)
+static int bs_dbg_check_show(struct seq_file *m, void *v)
 {
 	char msg[160];
 	int ret;
 
 	mutex_lock(&buddy_split_lock);
-	ret = bs_check(arena, msg, sizeof(msg));
+	ret = bs_check(bs_split_arena, msg, sizeof(msg));
 	mutex_unlock(&buddy_split_lock);
 	if (ret)
 		seq_printf(m, "FAIL %s\n", msg);
@@ -749,7 +751,7 @@ static int check_show(struct seq_file *m, void *v)
 		seq_puts(m, "ok\n");
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(check);
+DEFINE_SHOW_ATTRIBUTE(bs_dbg_check);
 
 /*
  * Refuse offlining a block that holds our frames, or whose isolation a
@@ -781,12 +783,13 @@ static int bs_memory_notify(struct notifier_block *nb, unsigned long action,
 
 	spin_lock(&bs_chunk_lock);
 	for (i = 0; i < nr_sections; i++) {
-		if (chunk_pfn[i] && overlaps(range, chunk_pfn[i], chunk_pages)) {
-			pfn = chunk_pfn[i];
+		if (bs_chunk_pfn[i] &&
+		    bs_overlaps(range, bs_chunk_pfn[i], bs_chunk_pages)) {
+			pfn = bs_chunk_pfn[i];
 			break;
 		}
 	}
-	if (!pfn && overlaps(bs_taint, start, n)) {
+	if (!pfn && bs_overlaps(bs_taint, start, n)) {
 		tainted = time_before(jiffies, bs_taint_until);
 		bs_taint[0] = 0;
 		bs_taint[1] = 0;
@@ -804,7 +807,8 @@ static int bs_memory_notify(struct notifier_block *nb, unsigned long action,
 	if (!pfn)
 		return NOTIFY_OK;
 	pr_info_ratelimited("pfns %#lx..%#lx cannot go offline: slot %u (pfns %#lx..%#lx) is held until unload\n",
-			    start, start + n - 1, i, pfn, pfn + chunk_pages - 1);
+			    start, start + n - 1, i, pfn,
+			    pfn + bs_chunk_pages - 1);
 	return notifier_from_errno(-EBUSY);
 }
 
@@ -822,24 +826,25 @@ static int __init buddy_split_init(void)
 	    section_mb < 4 || section_mb > 1024)
 		return -EINVAL;
 	pages = (unsigned long)section_mb << (20 - PAGE_SHIFT);
-	arena = bs_arena_create(ilog2(pages), nr_sections, BS_MODE_SPLIT);
-	chunk_pfn = kcalloc(nr_sections, sizeof(*chunk_pfn), GFP_KERNEL);
-	if (!arena || !chunk_pfn) {
+	bs_split_arena = bs_arena_create(ilog2(pages), nr_sections,
+					 BS_MODE_SPLIT);
+	bs_chunk_pfn = kcalloc(nr_sections, sizeof(*bs_chunk_pfn), GFP_KERNEL);
+	if (!bs_split_arena || !bs_chunk_pfn) {
 		ret = -ENOMEM;
 		goto err_free;
 	}
-	chunk_pages = pages;
+	bs_chunk_pages = pages;
 	ret = register_memory_notifier(&bs_memory_nb);
 	if (ret)
 		goto err_free;
 	for (i = 0; i < nr_sections; i++) {
-		ret = take_chunk(i, pages);
+		ret = bs_take_chunk(i, pages);
 		if (ret) {
 			pr_err("got %u of %u sections of %u MiB\n", i,
 			       nr_sections, section_mb);
 			goto err_chunks;
 		}
-		ret = bs_section_add(arena, i, chunk_pfn[i],
+		ret = bs_section_add(bs_split_arena, i, bs_chunk_pfn[i],
 				     i >= pinned_sections);
 		if (ret)
 			goto err_chunks;
@@ -847,36 +852,39 @@ static int __init buddy_split_init(void)
 	ret = misc_register(&buddy_split_dev);
 	if (ret)
 		goto err_chunks;
-	debug_dir = debugfs_create_dir("buddy_split", NULL);
-	debugfs_create_file("sections", 0400, debug_dir, NULL, &sections_fops);
-	debugfs_create_file("free_lists", 0400, debug_dir, NULL,
-			    &free_lists_fops);
-	debugfs_create_file("stats", 0400, debug_dir, NULL, &stats_fops);
-	debugfs_create_file("check", 0400, debug_dir, NULL, &check_fops);
+	bs_debug_dir = debugfs_create_dir("buddy_split", NULL);
+	debugfs_create_file("sections", 0400, bs_debug_dir, NULL,
+			    &bs_dbg_sections_fops);
+	debugfs_create_file("free_lists", 0400, bs_debug_dir, NULL,
+			    &bs_dbg_free_lists_fops);
+	debugfs_create_file("stats", 0400, bs_debug_dir, NULL,
+			    &bs_dbg_stats_fops);
+	debugfs_create_file("check", 0400, bs_debug_dir, NULL,
+			    &bs_dbg_check_fops);
 	pr_info("%u sections of %u MiB (%u pinned), pfns %#lx..%#lx\n",
 		nr_sections, section_mb, min(pinned_sections, nr_sections),
-		chunk_pfn[nr_sections - 1], chunk_pfn[0]);
+		bs_chunk_pfn[nr_sections - 1], bs_chunk_pfn[0]);
 	return 0;
 
 err_chunks:
-	release_chunks();
+	bs_release_chunks();
 	unregister_memory_notifier(&bs_memory_nb);
 err_free:
-	kfree(chunk_pfn);
-	bs_arena_destroy(arena);
+	kfree(bs_chunk_pfn);
+	bs_arena_destroy(bs_split_arena);
 	return ret;
 }
 
 static void __exit buddy_split_exit(void)
 {
-	debugfs_remove_recursive(debug_dir);
+	debugfs_remove_recursive(bs_debug_dir);
 	misc_deregister(&buddy_split_dev);
 	/* No user is left: the frames go back whatever the arena holds. */
-	release_held();
-	release_chunks();
+	bs_release_held();
+	bs_release_chunks();
 	unregister_memory_notifier(&bs_memory_nb);
-	kfree(chunk_pfn);
-	bs_arena_destroy(arena);
+	kfree(bs_chunk_pfn);
+	bs_arena_destroy(bs_split_arena);
 }
 
 module_init(buddy_split_init);

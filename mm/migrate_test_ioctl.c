@@ -270,26 +270,35 @@ static void mtest_release_old(struct page *old, bool migrated)
 	}
 }
 
-static int mtest_migrate_batch(struct mtest_ctx *ctx, struct mtest_result *res,
-			       struct mtest_alloc *a, struct mtest_slot *slots,
-			       pgoff_t *cursor, pgoff_t end, unsigned int batch,
-			       unsigned long timeout)
+/*
+ * The steps of one MIGRATE batch (numbered as at the top of
+ * migrate_test_pages.c), each called under ctx->migrate_lock by
+ * mtest_migrate_batch(). The page locks span the steps: the old pages are
+ * locked in step 1 and unlocked in step 8, the new pages locked in step 2
+ * and unlocked in step 7 (those of failed slots too). A slot that fails
+ * keeps its error in ->err; the later steps skip it, and rollback and
+ * steps 7-8 release what it holds.
+ */
+
+/*
+ * Step 1: lock the old pages of [*@cursor, @end), at most @batch, into
+ * @slots, each with a reference and MTEST_BUSY set (faults now sleep
+ * instead of retrying on the locked page). Each offset taken either fails
+ * now or fills a slot that may fail later: keep room for both in
+ * fail_buf. Returns with the old pages of the slots locked; *@cursor:
+ * the first offset not taken. Returns the number of slots filled.
+ */
+static unsigned int mtest_lock_batch(struct mtest_ctx *ctx,
+				     struct mtest_result *res,
+				     struct mtest_slot *slots, pgoff_t *cursor,
+				     pgoff_t end, unsigned int batch)
 {
 	struct migrate_test_migrate *req = res->req;
-	unsigned int n = 0, i, pending;
 	pgoff_t index = *cursor;
-	unsigned long deadline;
+	unsigned int n = 0;
 	struct page *old;
-	ktime_t t0;
 	int err;
 
-	if (req->target == MIGRATE_TEST_TARGET_RANGE)
-		mtest_fill_pool(a, batch);
-
-	/*
-	 * Step 1: lock the old pages. Each offset taken either fails now or
-	 * fills a slot that may fail later: keep room for both in fail_buf.
-	 */
 	for (; index < end && n < batch; index++) {
 		if (n + res->nr_buf >= MIGRATE_TEST_MAX_BATCH)
 			break;
@@ -320,10 +329,20 @@ static int mtest_migrate_batch(struct mtest_ctx *ctx, struct mtest_result *res,
 		mtest_block(ctx, index);
 	}
 	*cursor = index;
-	if (!n)
-		return 0;
+	return n;
+}
 
-	/* Step 2: allocate and lock the new pages. */
+/*
+ * Step 2: allocate and lock the new pages. Called with the old pages of
+ * the slots locked. A slot without a new page fails with -ENOMEM, and
+ * its entry is no longer MTEST_BUSY; the others return with the new page
+ * locked and owned (mtest_own_page()).
+ */
+static void mtest_alloc_batch(struct mtest_ctx *ctx, struct mtest_alloc *a,
+			      struct mtest_slot *slots, unsigned int n)
+{
+	unsigned int i;
+
 	for (i = 0; i < n; i++) {
 		struct mtest_slot *s = &slots[i];
 
@@ -343,24 +362,36 @@ static int mtest_migrate_batch(struct mtest_ctx *ctx, struct mtest_result *res,
 		}
 		mtest_own_page(ctx, s->index, s->new);
 	}
+}
 
-	/* Step 3: redirect; from now on faults wait for the new page. */
-	t0 = ktime_get();
+/*
+ * Step 3: redirect; from now on faults wait for the new page. Called with
+ * the old and new pages of the slots locked.
+ */
+static void mtest_redirect_batch(struct mtest_ctx *ctx,
+				 struct mtest_slot *slots, unsigned int n)
+{
+	unsigned int i;
+
 	for (i = 0; i < n; i++)
 		if (!slots[i].err)
 			mtest_redirect(ctx, slots[i].index, slots[i].new);
+}
 
-	/* Step 4: unmap the old pages, one TLB flush for the batch. */
-	mtest_unmap(ctx, slots[0].index, slots[n - 1].index - slots[0].index + 1);
+/*
+ * Steps 5-6: freeze each old page once the other references are gone
+ * and commit it at once (the page stays frozen only while it is
+ * copied), with a timeout. A frozen page is out of the xarray already,
+ * so only speculative get_page_unless_zero() users can meet it, and
+ * they fail. Called with the old and new pages of the slots locked;
+ * takes and drops no lock.
+ */
+static void mtest_commit_batch(struct mtest_slot *slots, unsigned int n,
+			       unsigned long timeout)
+{
+	unsigned long deadline = jiffies + timeout;
+	unsigned int i, pending;
 
-	/*
-	 * Steps 5-6: freeze each old page once the other references are gone
-	 * and commit it at once (the page stays frozen only while it is
-	 * copied), with a timeout. A frozen page is out of the xarray already,
-	 * so only speculative get_page_unless_zero() users can meet it, and
-	 * they fail.
-	 */
-	deadline = jiffies + timeout;
 	for (;;) {
 		pending = 0;
 		for (i = 0; i < n; i++) {
@@ -380,8 +411,18 @@ static int mtest_migrate_batch(struct mtest_ctx *ctx, struct mtest_result *res,
 			break;
 		usleep_range(50, 100);
 	}
+}
 
-	/* The rest: roll back. */
+/*
+ * The slots steps 5-6 left uncommitted: roll back, -ETIMEDOUT (the entry
+ * points at the old page again and is no longer MTEST_BUSY). Called with
+ * the old and new pages of the slots locked.
+ */
+static void mtest_rollback_batch(struct mtest_ctx *ctx,
+				 struct mtest_slot *slots, unsigned int n)
+{
+	unsigned int i;
+
 	for (i = 0; i < n; i++) {
 		struct mtest_slot *s = &slots[i];
 
@@ -391,8 +432,19 @@ static int mtest_migrate_batch(struct mtest_ctx *ctx, struct mtest_result *res,
 		mtest_rollback(ctx, s->index, s->old, s->new);
 		mtest_count(MTEST_RB_TIMEOUT);
 	}
+}
 
-	/* Step 7 */
+/*
+ * Step 7: unlock the new pages (and drop those of failed slots), clear
+ * MTEST_BUSY of the migrated entries and wake the faults that waited.
+ * Called with the old and new pages of the slots locked; returns with
+ * the old ones locked.
+ */
+static void mtest_finish_new(struct mtest_ctx *ctx, struct mtest_slot *slots,
+			     unsigned int n, ktime_t t0)
+{
+	unsigned int i;
+
 	for (i = 0; i < n; i++) {
 		struct mtest_slot *s = &slots[i];
 
@@ -409,8 +461,19 @@ static int mtest_migrate_batch(struct mtest_ctx *ctx, struct mtest_result *res,
 		mtest_page_born();
 	}
 	wake_up_all(&ctx->wq);
+}
 
-	/* Step 8: free the old pages (or leave them in place). */
+/*
+ * Step 8: unlock the old pages and free them (or leave them in place),
+ * and count each slot as migrated or failed. Called with the old pages
+ * of the slots locked; returns with nothing locked.
+ */
+static void mtest_release_batch(struct mtest_result *res,
+				struct mtest_slot *slots, unsigned int n)
+{
+	struct migrate_test_migrate *req = res->req;
+	unsigned int i;
+
 	for (i = 0; i < n; i++) {
 		struct mtest_slot *s = &slots[i];
 
@@ -422,6 +485,37 @@ static int mtest_migrate_batch(struct mtest_ctx *ctx, struct mtest_result *res,
 			mtest_count(MTEST_MIGRATED);
 		}
 	}
+}
+
+/*
+ * One batch of the MIGRATE ioctl, from *@cursor: steps 1-8. Called under
+ * ctx->migrate_lock, with no page locked; returns with no page locked and
+ * nothing MTEST_BUSY.
+ */
+static int mtest_migrate_batch(struct mtest_ctx *ctx, struct mtest_result *res,
+			       struct mtest_alloc *a, struct mtest_slot *slots,
+			       pgoff_t *cursor, pgoff_t end, unsigned int batch,
+			       unsigned long timeout)
+{
+	struct migrate_test_migrate *req = res->req;
+	unsigned int n;
+	ktime_t t0;
+
+	if (req->target == MIGRATE_TEST_TARGET_RANGE)
+		mtest_fill_pool(a, batch);
+
+	n = mtest_lock_batch(ctx, res, slots, cursor, end, batch);
+	if (!n)
+		return 0;
+	mtest_alloc_batch(ctx, a, slots, n);
+	t0 = ktime_get();
+	mtest_redirect_batch(ctx, slots, n);
+	/* Step 4: unmap the old pages, one TLB flush for the batch. */
+	mtest_unmap(ctx, slots[0].index, slots[n - 1].index - slots[0].index + 1);
+	mtest_commit_batch(slots, n, timeout);
+	mtest_rollback_batch(ctx, slots, n);
+	mtest_finish_new(ctx, slots, n, t0);
+	mtest_release_batch(res, slots, n);
 	return 0;
 }
 

@@ -161,11 +161,7 @@ def stage_unit(args):
     return leaves
 
 
-def kernels():
-    """The kernel releases the suite targets (make print-kvers)."""
-    out = subprocess.run(["make", "-s", "--no-print-directory", "print-kvers"], cwd=TOP,
-                         capture_output=True, text=True).stdout.split()
-    return out
+from memhp_common import kernels  # noqa: E402
 
 
 def stage_static(args):

@@ -44,10 +44,7 @@ def experiments():
             yield name, path
 
 
-def kernels():
-    """The kernel releases the suite targets (make print-kvers)."""
-    return subprocess.run(["make", "-s", "--no-print-directory", "print-kvers"], cwd=TOP,
-                          capture_output=True, text=True).stdout.split()
+from memhp_common import kernels  # noqa: E402
 
 
 def series(kver):
@@ -174,12 +171,7 @@ def fmt(v):
     return f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}" if abs(v) >= 0.1 else f"{v:.3g}"
 
 
-def ratio(a, b):
-    if a is None or b is None:
-        return "-"
-    if a == 0:
-        return "=" if b == 0 else "-"
-    return f"{b / a:.2f}"
+from memhp_common import ratio  # noqa: E402
 
 
 def md(head, rows):

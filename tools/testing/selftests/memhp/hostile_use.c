@@ -377,7 +377,7 @@ TEST_F_TIMEOUT(hu, io_uring_register_buffers_efault, 60)
 #define WAIT_DELETED \
 	"x-memhp-wait-event event=DEVICE_DELETED 'match={\"device\":\"hu-dimm0\"}' timeout=30"
 
-TEST_F_TIMEOUT(hu, repro2_io_uring_pin_on_zone_movable_dimm, 300)
+TEST_F_TIMEOUT(hu, io_uring_pin_zone_movable_dimm_efault, 300)
 {
 	struct migrate_test_migrate m;
 	long before[1024], after[1024], added[64];
@@ -435,7 +435,7 @@ TEST_F_TIMEOUT(hu, repro2_io_uring_pin_on_zone_movable_dimm, 300)
 	ksft_print_msg("16 pages on the ZONE_MOVABLE DIMM (pfns %#llx..), blocks %ld-%ld\n",
 		       (unsigned long long)pfns[0], added[0], added[nn - 1]);
 
-	r = run_bounded("repro 2: IORING_REGISTER_BUFFERS on ZONE_MOVABLE pages",
+	r = run_bounded("IORING_REGISTER_BUFFERS on ZONE_MOVABLE pages",
 			op_uring_map, &o, BOUND);
 	EXPECT_EQ(r, EFAULT);
 	EXPECT_EQ(check(self->buf, R2_PAGES * psz, 2), -1);
@@ -1051,12 +1051,12 @@ static int op_failed_addrs(void *arg)
 	return HU_OK;
 }
 
-TEST_F_TIMEOUT(hu, repro3_failed_addrs_in_own_batch, 60)
+TEST_F_TIMEOUT(hu, failed_addrs_in_own_batch, 60)
 {
 	struct op o = { .fd = self->fd, .buf = self->buf, .len = self->len,
 			.seed = 1, .n = 1 };
 
-	EXPECT_EQ(run_bounded("repro 3: MIGRATE, failed_addrs at page 1 of its own batch",
+	EXPECT_EQ(run_bounded("MIGRATE, failed_addrs at page 1 of its own batch",
 			      op_failed_addrs, &o, BOUND), 0);
 }
 

@@ -92,17 +92,6 @@ memory_blocks()
 	done | sort -n
 }
 
-# The blocks covering [phys, phys + size).
-blocks_of_range()
-{
-	local start=$1 size=$2 bs first last
-
-	bs=$(block_size_bytes)
-	first=$((start / bs))
-	last=$(((start + size - 1) / bs))
-	seq "$first" "$last"
-}
-
 block_state()
 {
 	cat "$MEMORY_SYSFS/memory$1/state" 2>/dev/null
