@@ -276,8 +276,10 @@ static void mtest_release_old(struct page *old, bool migrated)
  * mtest_migrate_batch(). The page locks span the steps: the old pages are
  * locked in step 1 and unlocked in step 8, the new pages locked in step 2
  * and unlocked in step 7 (those of failed slots too). A slot that fails
- * keeps its error in ->err; the later steps skip it, and rollback and
- * steps 7-8 release what it holds.
+ * keeps its error in ->err and is skipped by steps 3-6; steps 7 and 8 act
+ * on it too (unlock and put its new page, release its old page, record
+ * the failure), while rollback only turns uncommitted slots into
+ * -ETIMEDOUT.
  */
 
 /*
@@ -381,9 +383,10 @@ static void mtest_redirect_batch(struct mtest_ctx *ctx,
 /*
  * Steps 5-6: freeze each old page once the other references are gone
  * and commit it at once (the page stays frozen only while it is
- * copied), with a timeout. A frozen page is out of the xarray already,
- * so only speculative get_page_unless_zero() users can meet it, and
- * they fail. Called with the old and new pages of the slots locked;
+ * copied), until a timeout or a fatal signal, which leave the slots not
+ * yet committed to rollback (-ETIMEDOUT). A frozen page is out of the
+ * xarray already, so only speculative get_page_unless_zero() users can
+ * meet it, and they fail. Called with the old and new pages of the slots locked;
  * takes and drops no lock.
  */
 static void mtest_commit_batch(struct mtest_slot *slots, unsigned int n,
