@@ -6,7 +6,8 @@ Stages, in order:
   unit     user-space unit tests of the portable cores (make unit)
   static   for each kernel: modules build with -Werror, sparse, DKMS build
            of dkms.conf in a scratch tree; once: selftests build,
-           checkpatch (6.1's and 6.12's checkpatch.pl)
+           checkpatch (6.1's and 6.12's checkpatch.pl), process words
+           (scripts/process-words.txt)
   guest    the selftests of tools/testing/selftests/memhp inside QEMU
            guests, once per kernel (Debian's 6.1 and 6.12: `make
            print-kvers`), a KTAP node per kernel ("guest 6.12.117+deb12-amd64");
@@ -174,7 +175,9 @@ def stage_static(args):
                   (f"{k}: dkms.conf: DKMS builds every module", mk + ["dkms-check"])]
     steps += [("selftests build", ["make", "--no-print-directory", "selftests"]),
               ("checkpatch --strict clean (6.1 and 6.12 checkpatch.pl)",
-               ["make", "--no-print-directory", "checkpatch"])]
+               ["make", "--no-print-directory", "checkpatch"]),
+              ("no development-process words in the tree (make process-words)",
+               ["make", "--no-print-directory", "process-words"])]
     for name, cmd in steps:
         ts = time.monotonic()
         rc, out = run_streamed(cmd, "static: ")
@@ -229,6 +232,8 @@ TIMES = []
 BOOTS = []
 # Other timed steps (unit, static): (stage, step, seconds).
 STEPS = []
+# Per-case wall times, from one result line to the next: (test, case, s).
+CASES = []
 HDR_RE = re.compile(r"^selftests: [^:]+: (\S+)$")
 
 
@@ -242,19 +247,27 @@ def guest_times(stamps, t0):
     boot = None
     start = {}
     took = {}
+    prog = None
+    last = None
     for t, raw in stamps:
         depth, line = strip_diag(raw.rstrip())
         m = HDR_RE.match(line)
         if m and depth == 1:
-            start[m.group(1)] = t
+            prog = m.group(1)
+            start[prog] = last = t
             if boot is None:
                 boot = t - t0
             continue
         m = RESULT_RE.match(line)
         if m and depth == 0:
-            prog = m.group(3).strip().split(": ")[-1]
-            if prog in start:
-                took[prog] = t - start[prog]
+            name = m.group(3).strip().split(": ")[-1]
+            if name in start:
+                took[name] = t - start[name]
+            prog = None
+        elif m and depth == 1 and prog:
+            # A case's time: since the previous case of its program ended.
+            CASES.append((prog, m.group(3).strip(), t - last))
+            last = t
     return boot, took
 
 
@@ -300,7 +313,9 @@ def stage_guest(args, kver, kernel):
         stamps = []
         rc, out = run_streamed(cmd, "guest: ", stamps=stamps)
         group_leaves = parse_runner_tap(out)
+        ncases = len(CASES)
         boot, took = guest_times(stamps, t0)
+        CASES[ncases:] = [(f"{kver} {p}", c, sec) for p, c, sec in CASES[ncases:]]
         total = time.monotonic() - t0
         BOOTS.append((kver, label, boot, total))
         if boot is not None:
@@ -349,6 +364,9 @@ def report_times(stage_totals, total):
         log("slowest tests (wall seconds in the guest; budget):")
         for kver, test, secs, budget in sorted(TIMES, key=lambda x: -x[2])[:10]:
             log(f"  {secs:7.1f}s  {kver} {test}" + (f" ({budget}s)" if budget else ""))
+        log("slowest test cases (from the previous result line of the same test):")
+        for test, case, secs in sorted(CASES, key=lambda x: -x[2])[:10]:
+            log(f"  {secs:7.1f}s  {test}: {case[:90]}")
         over = [x for x in TIMES if x[3] and x[2] > x[3]]
         for kver, test, secs, budget in over:
             log(f"warning: {kver} {test} took {secs:.0f}s, over its budget of {budget}s "
@@ -368,7 +386,9 @@ def report_times(stage_totals, total):
                                   "boot_s": None if b is None else round(b, 1),
                                   "group_s": round(w, 1)} for k, g, b, w in BOOTS],
                        "tests": [{"kernel": k, "test": t, "seconds": round(sec, 1),
-                                  "budget_s": bud} for k, t, sec, bud in TIMES]},
+                                  "budget_s": bud} for k, t, sec, bud in TIMES],
+                       "cases": [{"test": t, "case": c, "seconds": round(sec, 1)}
+                                 for t, c, sec in CASES]},
                       f, indent=1)
             f.write("\n")
         log(f"times: {os.path.relpath(path, TOP)}")
