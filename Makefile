@@ -54,7 +54,7 @@ CHECKPATCH_FLAGS = --no-tree --strict --quiet --no-summary --show-types --terse 
 		   --ignore FILE_PATH_CHANGES,CAMELCASE -f
 
 .PHONY: all modules modules-all mod-tree kver-check clean setup setup-check checkpatch sparse unit \
-	selftests check run help install dkms-install dkms-check vm-shell print-kver print-kvers \
+	selftests check check-long run help install dkms-install dkms-check vm-shell print-kver print-kvers \
 	process-words
 
 all: modules
@@ -142,6 +142,14 @@ selftests: setup-check modules
 check: setup-check
 	@$(PY) $(TOP)/tools/testing/check.py $(CHECK_ARGS)
 
+# The guest tests at their long forms: soak's 1000 operations, 5000 random
+# fuzz inputs per file, and the cycles and rounds every test shortens for
+# make check (MEMHP_LONG=1; each test names its own in its header).
+CHECK_LONG_ENV ?= MEMHP_LONG=1 SOAK_OPS=1000 FUZZ_RANDOM=5000
+check-long: setup-check
+	@$(PY) $(TOP)/tools/testing/check.py --only guest --guest-timeout 10800 \
+		$(foreach e,$(CHECK_LONG_ENV),--env $(e)) $(CHECK_ARGS)
+
 # The experiments on every kernel of KVERS (RUN_ARGS=--kernels 6.1 for one),
 # side by side with the ratios; writes results/report.md.
 run: setup-check
@@ -195,8 +203,11 @@ help:
 	@echo '  make check      unit tests, build, checkpatch, sparse, selftests in QEMU guests'
 	@echo '                  on each kernel; ends with a KTAP "# Totals:" line'
 	@echo '                  (CHECK_ARGS="--help"; CHECK_ARGS="--kernels 6.12" for one kernel)'
+	@echo '  make check-long the guest tests at their long forms (MEMHP_LONG=1, SOAK_OPS=1000,'
+	@echo '                  FUZZ_RANDOM=5000: CHECK_LONG_ENV); hours on 2 cores'
 	@echo '  make run        experiments in guests on both kernels, side by side with ratios,'
-	@echo '                  results/report.md (RUN_ARGS="--kernels 6.1" for one; "--help")'
+	@echo '                  results/report.md (RUN_ARGS="--kernels 6.1" for one; "--help");'
+	@echo '                  FULL=1: every experiment at its full repetitions'
 	@echo '  make unit       user-space unit tests of the portable cores only'
 	@echo '  make soak       hotplug churn soak in a guest (SOAK_OPS=1000, SOAK_SEED=)'
 	@echo '  make check-debug  selftests on a KASAN/lockdep/kmemleak kernel (builds it once)'
