@@ -105,10 +105,14 @@ clean:
 	rm -rf $(BUILD)/unit $(BUILD)/selftests $(BUILD)/vm
 
 # Static checks: both print nothing and exit 0 when the tree is clean.
+# The two checkpatch.pl run side by side (one per core), each into its
+# own file, printed afterwards in order.
 checkpatch: setup-check
-	@cd $(TOP) && rc=0; for cp in $(CHECKPATCH); do \
-		out=$$(perl $$cp $(CHECKPATCH_FLAGS) $(CHECKPATCH_FILES) 2>&1); \
-		if [ -n "$$out" ]; then echo "$$cp:"; echo "$$out"; rc=1; fi; done; exit $$rc
+	@cd $(TOP) && rc=0 && out=$$(mktemp -d) && i=0 && for cp in $(CHECKPATCH); do \
+		i=$$((i + 1)); perl $$cp $(CHECKPATCH_FLAGS) $(CHECKPATCH_FILES) >$$out/$$i 2>&1 & \
+		done; wait; i=0; for cp in $(CHECKPATCH); do i=$$((i + 1)); \
+		if [ -s $$out/$$i ]; then echo "$$cp:"; cat $$out/$$i; rc=1; fi; done; \
+		rm -rf $$out; exit $$rc
 
 # No tracker numbers, development sessions or past runs in the product
 # (patterns: scripts/process-words.txt).
