@@ -35,6 +35,7 @@ import re
 import shlex
 import subprocess
 import sys
+import threading
 import time
 
 TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -54,8 +55,15 @@ class Leaf:
         self.reason = reason
 
 
+# Guest stages of two kernels run side by side (GuestStages): a line is
+# printed whole, and a stage's nested KTAP block is never cut by another
+# thread's diagnostics.
+PRINT_LOCK = threading.RLock()
+
+
 def log(msg):
-    print(f"# {msg}", flush=True)
+    with PRINT_LOCK:
+        print(f"# {msg}", flush=True)
 
 
 def run_streamed(cmd, prefix, env=None, stamps=None):
@@ -72,7 +80,8 @@ def run_streamed(cmd, prefix, env=None, stamps=None):
         lines.append(line)
         if stamps is not None:
             stamps.append((time.monotonic(), line))
-        print(f"# {prefix}{line.rstrip()}", flush=True)
+        with PRINT_LOCK:
+            print(f"# {prefix}{line.rstrip()}", flush=True)
     rc = proc.wait()
     return rc, "".join(lines)
 
@@ -238,7 +247,7 @@ HDR_RE = re.compile(r"^selftests: [^:]+: (\S+)$")
 
 
 def guest_times(stamps, t0):
-    """(boot seconds, {test: seconds}) from a guest group's stamped output.
+    """(boot s, {test: s}, [(test, case, s)]) from a group's stamped output.
 
     The kselftest runner prints "# selftests: memhp: T" before it starts T
     and "ok N selftests: memhp: T" when T ends; the boot is everything
@@ -247,6 +256,7 @@ def guest_times(stamps, t0):
     boot = None
     start = {}
     took = {}
+    cases = []
     prog = None
     last = None
     for t, raw in stamps:
@@ -266,9 +276,9 @@ def guest_times(stamps, t0):
             prog = None
         elif m and depth == 1 and prog:
             # A case's time: since the previous case of its program ended.
-            CASES.append((prog, m.group(3).strip(), t - last))
+            cases.append((prog, m.group(3).strip(), t - last))
             last = t
-    return boot, took
+    return boot, took, cases
 
 
 VM_FAILURES = []
@@ -288,17 +298,31 @@ def vm_messages(output):
     return msgs
 
 
+def series(kver):
+    """6.1.0-56-amd64 -> 6.1, 6.12.117+deb12-amd64 -> 6.12."""
+    m = re.match(r"^(\d+\.\d+)", kver)
+    return m.group(1) if m else kver
+
+
+def build_guest(args, kver):
+    """The modules for kver and the selftests, before any guest boots
+    (static built them already, unless --only guest). None, or the
+    failure leaf. Called for one kernel at a time: two builds of the
+    selftests at once would write the same files."""
+    if args.kernel:
+        return None
+    for cmd in (["make", "-s", "--no-print-directory", f"KVER={kver}", "modules"],
+                ["make", "-s", "--no-print-directory", "selftests"]):
+        rc, _ = run_streamed(cmd, f"guest {kver}: ")
+        if rc:
+            return Leaf(f"build for {kver}", "fail", f"{' '.join(cmd[4:])} exit {rc}")
+    return None
+
+
 def stage_guest(args, kver, kernel):
     """Every selftest group in guests booted from kernel (a bzImage)."""
     leaves = []
-    if not args.kernel:
-        # The modules for this kernel (static built them already, unless
-        # --only guest) and the selftests, before any guest boots.
-        for cmd in (["make", "-s", "--no-print-directory", f"KVER={kver}", "modules"],
-                    ["make", "-s", "--no-print-directory", "selftests"]):
-            rc, _ = run_streamed(cmd, f"guest {kver}: ")
-            if rc:
-                return [Leaf(f"build for {kver}", "fail", f"{' '.join(cmd[4:])} exit {rc}")]
+    tag = series(kver)
     groups = guest_groups(args.tests)
     for opts, tests in groups.items():
         label = f"{opts or 'default guest'}"
@@ -311,11 +335,10 @@ def stage_guest(args, kver, kernel):
                 f"OUTPUT={TOP}/build/selftests run_tests T={shlex.quote(' '.join(tests))}"]
         t0 = time.monotonic()
         stamps = []
-        rc, out = run_streamed(cmd, "guest: ", stamps=stamps)
+        rc, out = run_streamed(cmd, f"guest {tag}: ", stamps=stamps)
         group_leaves = parse_runner_tap(out)
-        ncases = len(CASES)
-        boot, took = guest_times(stamps, t0)
-        CASES[ncases:] = [(f"{kver} {p}", c, sec) for p, c, sec in CASES[ncases:]]
+        boot, took, cases = guest_times(stamps, t0)
+        CASES.extend((f"{kver} {p}", c, sec) for p, c, sec in cases)
         total = time.monotonic() - t0
         BOOTS.append((kver, label, boot, total))
         if boot is not None:
@@ -396,6 +419,46 @@ def report_times(stage_totals, total):
         log(f"times: could not write {path}: {e}")
 
 
+class GuestStages:
+    """The guest stages of all kernels, --jobs of them at a time.
+
+    A guest keeps about one host CPU busy (its tests are mostly one
+    thread, and TCG runs each vCPU on a thread of its own), so on a 2-core
+    host two kernels' guests side by side take little longer than one.
+    The builds come first, one kernel after the other; the first result
+    asked for starts them all. Output lines carry the kernel's series.
+    """
+
+    def __init__(self, args):
+        self.args = args
+        self.futures = None
+        self.seconds = {}
+
+    def timed(self, kver):
+        t0 = time.monotonic()
+        try:
+            return stage_guest(self.args, kver, f"/boot/vmlinuz-{kver}")
+        finally:
+            self.seconds[kver] = time.monotonic() - t0
+
+    def start(self):
+        import concurrent.futures
+        built = {k: build_guest(self.args, k) for k in self.args.kernels}
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, self.args.jobs))
+        self.futures = {}
+        for k in self.args.kernels:
+            if built[k]:
+                self.futures[k] = pool.submit(lambda leaf=built[k]: [leaf])
+            else:
+                self.futures[k] = pool.submit(self.timed, k)
+        pool.shutdown(wait=False)
+
+    def result(self, kver):
+        if self.futures is None:
+            self.start()
+        return self.futures[kver].result()
+
+
 STAGES = ["unit", "static", "guest", "runner"]
 
 
@@ -413,6 +476,9 @@ def main():
     p.add_argument("--kernels", default="",
                    help="comma-separated releases or series (6.1, 6.12) to test; default: "
                    "both (make print-kvers)")
+    p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
+                   help="kernels whose guests run at the same time (default: 2, or 1 on a "
+                   "one-CPU host); a guest keeps about one host CPU busy")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                    help="set in every guest test's environment (repeatable), e.g. "
                    "SOAK_OPS=1000, FUZZ_RANDOM=5000, CYCLES=200: the long forms "
@@ -441,6 +507,7 @@ def main():
             p.error(f"--kernels {args.kernels}: none of {' '.join(kernels())}")
     args.kernels = targets
     stages = []
+    guests = None
     for n in STAGES:
         if only and n not in only:
             continue
@@ -455,9 +522,9 @@ def main():
             stages.append((f"guest {rel}",
                            lambda a, r=rel: stage_guest(a, r, a.kernel)))
         else:
+            guests = GuestStages(args)
             for k in args.kernels:
-                stages.append((f"guest {k}",
-                               lambda a, k=k: stage_guest(a, k, f"/boot/vmlinuz-{k}")))
+                stages.append((f"guest {k}", lambda a, k=k: guests.result(k)))
 
     t0 = time.monotonic()
     print("KTAP version 1")
@@ -470,6 +537,12 @@ def main():
         log(f"stage {name} ...")
         ts = time.monotonic()
         leaves = fn(args)
+        secs = time.monotonic() - ts
+        if guests is not None and name.startswith("guest ") and \
+                name[len("guest "):] in guests.seconds:
+            # It ran beside another kernel's: its own time, not the wait.
+            secs = guests.seconds[name[len("guest "):]]
+        PRINT_LOCK.acquire()
         print("  KTAP version 1")
         print(f"  1..{len(leaves)}")
         for j, leaf in enumerate(leaves, 1):
@@ -485,10 +558,10 @@ def main():
                 xfail_leaves.append(f"{name}: {leaf.name} ({leaf.reason})")
         stage_totals.append((name, sum(x.status == "pass" for x in leaves),
                              sum(x.status == "fail" for x in leaves),
-                             sum(x.status == "skip" for x in leaves),
-                             time.monotonic() - ts))
+                             sum(x.status == "skip" for x in leaves), secs))
         ok = not any(x.status == "fail" for x in leaves)
-        print(f"{'ok' if ok else 'not ok'} {i} {name} # {time.monotonic() - ts:.0f}s", flush=True)
+        print(f"{'ok' if ok else 'not ok'} {i} {name} # {secs:.0f}s", flush=True)
+        PRINT_LOCK.release()
 
     if failed_leaves:
         log("failed:")
