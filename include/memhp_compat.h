@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * memhp_compat.h - the kernel differences the memhp-lab modules meet
- * between the two LTS kernels they are built and tested for, Debian's 6.1
- * and 6.12 (and any tree in between, through KDIR=).
+ * between the kernels they are built for: Debian's 6.1 and 6.12, which
+ * they are tested on, Debian's 7.3 (trixie-backports, built only), and any
+ * tree in between, through KDIR=.
  *
  * One rule: code says what it needs (a feature-named macro or helper from
  * here), never which kernel it runs on. The MEMHP_* feature macros come
@@ -14,6 +15,8 @@
 #define _MEMHP_COMPAT_H
 
 #include <linux/device.h>
+#include <linux/gfp.h>
+#include <linux/hrtimer.h>
 #include <linux/memory.h>
 #include <linux/memremap.h>
 #include <linux/mm.h>
@@ -171,5 +174,76 @@ static inline void memhp_cancel_offline_managed(struct page *page, long nr)
 	adjust_managed_page_count(page, -nr);
 #endif
 }
+
+/*
+ * hrtimer_setup() ("hrtimers: Introduce hrtimer_setup() to replace
+ * hrtimer_init()", 6.13) takes the callback at initialisation;
+ * hrtimer_init() and setting ->function by hand were later removed.
+ */
+static inline void memhp_hrtimer_setup(struct hrtimer *timer,
+				       enum hrtimer_restart (*function)(struct hrtimer *),
+				       clockid_t clock_id, enum hrtimer_mode mode)
+{
+#ifdef MEMHP_HAVE_HRTIMER_SETUP
+	hrtimer_setup(timer, function, clock_id, mode);
+#else
+	hrtimer_init(timer, clock_id, mode);
+	timer->function = function;
+#endif
+}
+
+/*
+ * Non-LRU movable pages. Up to the movable_ops rework, a page with
+ * movable_operations had PAGE_MAPPING_MOVABLE in page->mapping's low bits
+ * and __PageMovable() tested it. "mm: convert "movable" flag in
+ * page->mapping to a page flag" made it the PG_movable_ops page flag,
+ * tested with page_has_movable_ops() (for balloon and zsmalloc pages only).
+ */
+static inline bool memhp_page_has_movable_ops(struct page *page)
+{
+#ifdef MEMHP_HAVE_PAGE_MOVABLE_OPS_FLAG
+	return page_has_movable_ops(page);
+#else
+	return __PageMovable(page);
+#endif
+}
+
+/*
+ * The low bits of page->mapping that say it is no address_space:
+ * PAGE_MAPPING_FLAGS (anon, movable) until "mm: rename PAGE_MAPPING_* to
+ * FOLIO_MAPPING_*" of the same rework, FOLIO_MAPPING_FLAGS (anon, KSM).
+ */
+#ifdef MEMHP_HAVE_FOLIO_MAPPING_FLAGS
+#define MEMHP_PAGE_MAPPING_FLAGS	FOLIO_MAPPING_FLAGS
+#else
+#define MEMHP_PAGE_MAPPING_FLAGS	PAGE_MAPPING_FLAGS
+#endif
+
+/*
+ * The page flags word, read once. "mm: introduce memdesc_flags_t" made
+ * page->flags a struct (memdesc_flags_t) whose word is .f.
+ */
+static inline unsigned long memhp_page_flags(struct page *page)
+{
+#ifdef MEMHP_HAVE_MEMDESC_FLAGS_T
+	return READ_ONCE(page->flags.f);
+#else
+	return READ_ONCE(page->flags);
+#endif
+}
+
+/*
+ * alloc_contig_range() of an ordinary (not CMA) range: its third argument
+ * was the migratetype of the range's pageblocks, MIGRATE_MOVABLE for us;
+ * it became acr_flags_t (MEMHP_HAVE_ACR_FLAGS), where 1 (MIGRATE_MOVABLE)
+ * is ACR_FLAGS_CMA, so an ordinary request passes ACR_FLAGS_NONE there.
+ */
+#ifdef MEMHP_HAVE_ACR_FLAGS
+#define memhp_alloc_contig_range(start, end, gfp) \
+	alloc_contig_range((start), (end), ACR_FLAGS_NONE, (gfp))
+#else
+#define memhp_alloc_contig_range(start, end, gfp) \
+	alloc_contig_range((start), (end), MIGRATE_MOVABLE, (gfp))
+#endif
 
 #endif /* _MEMHP_COMPAT_H */

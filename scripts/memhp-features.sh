@@ -1,11 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# memhp-features.sh SRCTREE: the kernel features the memhp-lab modules
+# memhp-features.sh SRCTREE [OBJTREE]: the kernel features the memhp-lab modules
 # adapt to, probed in the headers of the kernel they are built against,
 # printed as -D flags for Kbuild (include/memhp_compat.h uses them). The
-# code tests features, never version numbers, so any tree between 6.1
-# and 6.12 (KDIR=) gets what it has. Each probe names the kernel change.
+# code tests features, never version numbers, so any tree from 6.1 on
+# (KDIR=) gets what it has. Each probe names the kernel change.
 #
 # A probe whose absence compiles but behaves differently (the last two)
 # must find one of its two known forms; if it finds neither (a header
@@ -13,6 +13,7 @@
 # #error for Kbuild, instead of silently choosing one behaviour.
 
 inc=$1/include/linux
+symvers=${2:+$2/Module.symvers}
 
 if [ ! -r "$inc/mm.h" ]; then
 	echo "memhp-features.sh: no $inc/mm.h: not a kernel tree" >&2
@@ -50,6 +51,38 @@ probe mm.h 'static inline int folio_mapcount\(' MEMHP_HAVE_INLINE_FOLIO_MAPCOUNT
 # 6.5/6.6: release_fault_lock() drops mmap_lock or the VMA lock a fault
 # runs under (without it, a fault runs under mmap_lock).
 probe mm.h 'static inline void release_fault_lock\(' MEMHP_HAVE_RELEASE_FAULT_LOCK
+# 6.13, "hrtimers: Introduce hrtimer_setup() to replace hrtimer_init()":
+# the callback is given at initialisation (hrtimer_init() later removed).
+probe hrtimer.h 'void hrtimer_setup\(struct hrtimer \*timer,' MEMHP_HAVE_HRTIMER_SETUP
+# "mm: convert "movable" flag in page->mapping to a page flag" and "mm:
+# rename __PageMovable() to page_has_movable_ops()": a PG_movable_ops page
+# flag, and page->mapping's low bits are FOLIO_MAPPING_* (anon, KSM only).
+probe page-flags.h 'static inline bool page_has_movable_ops\(' MEMHP_HAVE_PAGE_MOVABLE_OPS_FLAG
+# Same rework, "mm: rename PAGE_MAPPING_* to FOLIO_MAPPING_*": the low
+# bits of page->mapping are FOLIO_MAPPING_ANON/_KSM, masked by
+# FOLIO_MAPPING_FLAGS.
+probe page-flags.h '^#define FOLIO_MAPPING_FLAGS[[:space:]]' MEMHP_HAVE_FOLIO_MAPPING_FLAGS
+# "mm: introduce memdesc_flags_t": page->flags is a struct, its word .f.
+probe mm_types.h '^\} memdesc_flags_t;' MEMHP_HAVE_MEMDESC_FLAGS_T
+# Driver-owned movable pages: __SetPageMovable() puts a driver's
+# movable_operations in page->mapping. Removed with the movable_ops rework
+# ("mm/migrate: remove __ClearPageMovable()", "mm: remove
+# __SetPageMovable()"): the core now finds the ops by page type (balloon,
+# zsmalloc) only. mm/Kbuild builds migrate_test only where it exists.
+probe migrate.h 'void __SetPageMovable\(struct page \*page,' MEMHP_HAVE_DRIVER_MOVABLE_PAGES
+# alloc_contig_range() takes acr_flags_t (ACR_FLAGS_NONE, ACR_FLAGS_CMA)
+# where it took a migratetype: MIGRATE_MOVABLE, 1, would now mean
+# ACR_FLAGS_CMA (sparse reports the different base types; gcc does not).
+probe gfp.h '^typedef unsigned int __bitwise acr_flags_t;' MEMHP_HAVE_ACR_FLAGS
+# Exports restricted to named modules (EXPORT_SYMBOL_FOR_MODULES(), the
+# "module:NAMES" namespace): e820__mapped_raw_any(), the firmware's e820
+# table, is exported to the KVM modules only. Read from Module.symvers
+# (no OBJTREE or no Module.symvers: the unrestricted export of before).
+tab=$(printf '\t')
+if [ -n "$symvers" ] && [ -r "$symvers" ] &&
+   grep -q "${tab}e820__mapped_raw_any${tab}vmlinux${tab}EXPORT_SYMBOL_GPL${tab}module:" "$symvers"; then
+	printf ' -D%s' MEMHP_E820_RAW_FOR_KVM_ONLY
+fi
 # 6.10 removed MIGRATE_SYNC_NO_COPY.
 probe2 migrate_mode.h '^[[:space:]]*MIGRATE_SYNC_NO_COPY,' '^[[:space:]]*MIGRATE_SYNC,' \
 	MEMHP_HAVE_MIGRATE_SYNC_NO_COPY
