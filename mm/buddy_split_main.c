@@ -44,6 +44,7 @@
 #include <linux/ktime.h>
 #include <linux/sched/signal.h>
 #include <linux/buddy_split.h>
+#include <memhp_compat.h>
 
 #include "buddy_core.h"
 
@@ -199,9 +200,8 @@ static int bs_take_chunk(unsigned int slot, unsigned long n)
 					continue;
 				if (!bs_publish_chunk(slot, pfn, n))
 					continue;	/* see bs_chunk_lock */
-				if (!alloc_contig_range(pfn, pfn + n,
-							MIGRATE_MOVABLE,
-							GFP_KERNEL | __GFP_NOWARN))
+				if (!memhp_alloc_contig_range(pfn, pfn + n,
+							      GFP_KERNEL | __GFP_NOWARN))
 					return 0;
 				bs_fail_chunk(slot, pfn, n);
 				cond_resched();

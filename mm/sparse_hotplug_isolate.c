@@ -117,8 +117,8 @@ int sparse_hp_isolate(unsigned long nr)
 	 * under I/O or briefly referenced), so retry a few times there.
 	 */
 	for (tries = 0; tries < 5; tries++) {
-		ret = alloc_contig_range(pfn, pfn + PAGES_PER_SECTION,
-					 MIGRATE_MOVABLE, GFP_KERNEL | __GFP_NOWARN);
+		ret = memhp_alloc_contig_range(pfn, pfn + PAGES_PER_SECTION,
+					       GFP_KERNEL | __GFP_NOWARN);
 		if (!ret || ret == -ENOMEM || ret == -EINTR ||
 		    zone_idx(page_zone(first)) != ZONE_MOVABLE)
 			break;

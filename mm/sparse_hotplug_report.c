@@ -143,7 +143,7 @@ static enum sparse_hp_class sparse_hp_classify(unsigned long pfn,
 			return SPARSE_HP_GUP_HELD;
 		return PageAnon(head) ? SPARSE_HP_LRU_ANON : SPARSE_HP_LRU_FILE;
 	}
-	if (__PageMovable(head))
+	if (memhp_page_has_movable_ops(head))
 		return SPARSE_HP_NONLRU_MOVABLE;
 	if (PageSlab(head))
 		return SPARSE_HP_SLAB;
@@ -158,7 +158,7 @@ static enum sparse_hp_class sparse_hp_classify(unsigned long pfn,
 	 */
 	if (PageAnon(head))
 		return SPARSE_HP_LRU_ANON;
-	if (head->mapping && !((unsigned long)head->mapping & PAGE_MAPPING_FLAGS))
+	if (head->mapping && !((unsigned long)head->mapping & MEMHP_PAGE_MAPPING_FLAGS))
 		return SPARSE_HP_LRU_FILE;
 	return SPARSE_HP_OTHER;
 }
@@ -205,7 +205,7 @@ void sparse_hp_section_report(unsigned long nr, struct sparse_hp_report *rep)
 			rep->blocked = true;
 			rep->pfn = pfn;
 			rep->class = c;
-			rep->flags = READ_ONCE(page->flags);
+			rep->flags = memhp_page_flags(page);
 		}
 		pfn += n;
 		if (!(pfn & (PAGES_PER_SUBSECTION - 1)))

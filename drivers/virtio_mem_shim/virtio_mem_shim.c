@@ -780,8 +780,7 @@ static int vmem_shim_fake_offline_mb(struct vmem_shim *vm, unsigned long mb)
 	}
 	if (all_free)
 		vm->nr_free_evac++;
-	rc = alloc_contig_range(pfn, pfn + nr, MIGRATE_MOVABLE,
-				GFP_KERNEL | __GFP_NOWARN);
+	rc = memhp_alloc_contig_range(pfn, pfn + nr, GFP_KERNEL | __GFP_NOWARN);
 	if (rc)
 		goto out;
 	vmem_shim_set_offline_pages(pfn, nr, true);
@@ -939,8 +938,7 @@ static int vmem_shim_sbm_fake_offline(struct vmem_shim *vm, unsigned long mb,
 	}
 	if (all_free)
 		vm->nr_free_evac++;
-	rc = alloc_contig_range(pfn, pfn + nr, MIGRATE_MOVABLE,
-				GFP_KERNEL | __GFP_NOWARN);
+	rc = memhp_alloc_contig_range(pfn, pfn + nr, GFP_KERNEL | __GFP_NOWARN);
 	if (rc)
 		return rc;
 	vmem_shim_set_offline_pages(pfn, nr, true);
@@ -2407,8 +2405,8 @@ static int vmem_shim_probe(struct virtio_device *vdev)
 	mutex_init(&vm->hotplug_mutex);
 	spin_lock_init(&vm->state_lock);
 	INIT_WORK(&vm->work, vmem_shim_work_fn);
-	hrtimer_init(&vm->retry_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
-	vm->retry_timer.function = vmem_shim_retry_timer_fn;
+	memhp_hrtimer_setup(&vm->retry_timer, vmem_shim_retry_timer_fn,
+			    CLOCK_MONOTONIC, HRTIMER_MODE_REL);
 	vm->memory_nb.notifier_call = vmem_shim_memory_notify;
 	vm->mgid = -1;
 
