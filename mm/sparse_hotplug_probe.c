@@ -132,15 +132,24 @@ static bool sparse_hp_in_ranges(u64 start, u64 end)
  * (adjacent RAM entries count as one): reading /sys/firmware/memmap from
  * here, our probe store, would take a second kernfs open file mutex,
  * which lockdep reports as possible recursive locking.
+ *
+ * Where e820__mapped_raw_any() is exported to the KVM modules only
+ * (MEMHP_E820_RAW_FOR_KVM_ONLY), no exported function reads that table
+ * (e820__mapped_any() reads the one mem= trimmed): nothing is taken for
+ * firmware RAM there, and probe fails with EOPNOTSUPP.
  */
 static bool sparse_hp_firmware_ram(u64 start, u64 end)
 {
+#ifdef MEMHP_E820_RAW_FOR_KVM_ONLY
+	return false;
+#else
 	u64 p;
 
 	for (p = start; p < end; p += PAGE_SIZE)
 		if (!e820__mapped_raw_any(p, p + PAGE_SIZE, E820_TYPE_RAM))
 			return false;
 	return true;
+#endif
 }
 
 static struct sparse_hp_added *sparse_hp_find_added(u64 phys)
@@ -178,7 +187,11 @@ static int sparse_hp_probe(u64 phys)
 		goto out;
 	}
 	if (!sparse_hp_firmware_ram(phys, end)) {
+#ifdef MEMHP_E820_RAW_FOR_KVM_ONLY
+		ret = -EOPNOTSUPP;
+#else
 		ret = -ENXIO;
+#endif
 		goto out;
 	}
 	a = kzalloc(sizeof(*a), GFP_KERNEL);
