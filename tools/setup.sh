@@ -19,6 +19,16 @@
 #         Nothing of the kernel source is committed to this repository.
 #   venv: .venv with the pinned PyPI packages of tools/testing/vm/requirements.txt
 #         (virtme-ng, qemu.qmp, matplotlib).
+#
+# --kernel 7.3 (make setup-7.3), opt-in, instead of the above: Debian's 7.3
+# from trixie-backports (a sources entry pinned to 100), built for but not
+# yet tested. Its headers want gcc-14 and its kbuild tools libc 2.38, which
+# bookworm lacks, so nothing is installed with dpkg: the packages are
+# downloaded to /var/cache/memhp-lab/7.3/, the image (vmlinuz, modules)
+# unpacked into /usr/lib/modules/<release>/ and depmod run, and the headers
+# unpacked into a trixie root made with mmdebstrap (gcc-14, make, sparse,
+# pahole, ...) at /var/cache/memhp-lab/trixie-root, where the Makefile runs
+# the Kbuild step. 7.3's checkpatch goes to build/ksrc-7.3/.
 
 set -euo pipefail
 
@@ -67,17 +77,31 @@ KSRC_PATHS=(
 
 check_only=0
 quiet=0
+kernel=
+kernel_next=0
 for arg in "$@"; do
+	if [ "$kernel_next" = 1 ]; then
+		kernel=$arg
+		kernel_next=0
+		continue
+	fi
 	case "$arg" in
 	--check) check_only=1 ;;
 	--quiet) quiet=1 ;;
+	--kernel) kernel_next=1 ;;
+	--kernel=*) kernel=${arg#--kernel=} ;;
 	-h|--help)
 		sed -n '3,15p' "$0" | sed 's/^# \{0,1\}//'
 		echo "usage: $0 [--check] [--quiet]"
+		echo "       $0 --kernel 7.3 [--check] [--quiet]   (opt-in, make setup-7.3)"
 		exit 0 ;;
 	*) echo "setup: unknown argument '$arg'" >&2; exit 2 ;;
 	esac
 done
+case "$kernel_next$kernel" in
+0|07.3) ;;
+*) echo "setup: --kernel '$kernel': only 7.3 is set up this way (--kernel 7.3)" >&2; exit 2 ;;
+esac
 
 say() { [ "$quiet" = 1 ] || echo "setup: $*"; }
 missing=()
@@ -93,6 +117,12 @@ apt_missing() {
 
 sudo_cmd=""
 [ "$(id -u)" = 0 ] || sudo_cmd=sudo
+
+if [ "$kernel" = 7.3 ]; then
+	# shellcheck source=tools/setup-7.3.sh
+	. "$TOP/tools/setup-7.3.sh"
+	exit 0
+fi
 
 # bookworm-backports, the Debian way: a sources entry beside the system's
 # (same mirror and keyring), default priority 100 for the suite.
