@@ -21,6 +21,15 @@ KVER_612 := $(shell ls /lib/modules 2>/dev/null | \
 # Every kernel `make check`, `make run` and `make modules-all` cover.
 KVERS	?= $(strip $(KVER_61) $(KVER_612))
 
+# Debian's 7.3 (trixie-backports), built for but not yet tested (not in
+# KVERS): `make setup-7.3` puts its headers into a trixie root with the
+# gcc-14 it was built with (bookworm has gcc-12), BUILD_ROOT, and its image
+# into /usr/lib/modules. See Documentation/kernel-compat.rst.
+BUILD_ROOT ?= /var/cache/memhp-lab/trixie-root
+KVER_73	 := $(shell ls /lib/modules $(BUILD_ROOT)/usr/lib/modules 2>/dev/null | \
+	      grep -E '^7\.3\.[0-9]+\+deb[0-9]+(\.[0-9]+)?-amd64$$' | sort -uV | tail -n1)
+KVERS_ALL := $(strip $(KVER_61) $(KVER_612) $(KVER_73))
+
 # One kernel per build: KVER=<release> builds against its headers,
 # KDIR=<tree> against any configured tree (KVER is then its release,
 # UTS_RELEASE: Debian's kernel.release says 6.1.192 for 6.1.0-56-amd64);
@@ -30,8 +39,24 @@ KVER	?= $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' \
 	     $(KDIR)/include/generated/utsrelease.h 2>/dev/null)
 else
 KVER	?= $(KVER_61)
-KDIR	:= /lib/modules/$(KVER)/build
+# A kernel whose headers only BUILD_ROOT has (7.3) is built there.
+KDIR	:= $(firstword $(wildcard /lib/modules/$(KVER)/build \
+	     $(BUILD_ROOT)/usr/lib/modules/$(KVER)/build) /lib/modules/$(KVER)/build)
 endif
+
+# Kbuild runs with the compiler the kernel was built with
+# (CONFIG_CC_VERSION_TEXT, first word). When the host lacks it, the Kbuild
+# step runs in BUILD_ROOT (tools/in-build-root.sh), KDIR as seen there.
+KCC	:= $(shell sed -n 's/^CONFIG_CC_VERSION_TEXT="\{0,1\}\([^ "]*\).*/\1/p' \
+	     $(KDIR)/include/config/auto.conf 2>/dev/null)
+ifneq ($(KCC),)
+ifeq ($(shell command -v $(KCC)),)
+KMAKE	= $(TOP)/tools/in-build-root.sh $(BUILD_ROOT) $(TOP) make
+KDIR_K	= $(patsubst $(BUILD_ROOT)/%,/%,$(KDIR))
+endif
+endif
+KMAKE	?= $(MAKE)
+KDIR_K	?= $(KDIR)
 
 # Each kernel's modules are built in a tree of their own,
 # build/modules/<release>/, which mirrors the sources as symlinks (Kbuild
@@ -55,7 +80,7 @@ CHECKPATCH_FLAGS = --no-tree --strict --quiet --no-summary --show-types --terse 
 
 .PHONY: all modules modules-all mod-tree kver-check clean setup setup-check checkpatch sparse unit \
 	selftests check check-long run help install dkms-install dkms-check vm-shell print-kver print-kvers \
-	process-words
+	process-words setup-7.3 print-kvers-all
 
 all: modules
 
@@ -67,15 +92,21 @@ setup:
 setup-check:
 	@$(SETUP) --check --quiet >/dev/null 2>&1 || $(SETUP)
 
+# Opt-in: Debian's 7.3 (headers, image, trixie build root); not part of
+# `make setup`.
+setup-7.3:
+	@$(SETUP) --kernel 7.3
+
 modules: setup-check mod-tree
-	$(MAKE) -C $(KDIR) M=$(MODOUT) modules
+	$(KMAKE) -C $(KDIR_K) M=$(MODOUT) modules
 
 # KVER and KDIR must name one kernel: a build filed under one release but
 # compiled against another's headers only shows at insmod (vermagic).
 kver-check:
 	@test -n "$(KVER)" || { echo "no kernel release: KDIR=$(KDIR) has no" \
 		"include/generated/utsrelease.h, or no 6.1 kernel is installed (make setup)"; exit 1; }
-	@test -d $(KDIR) || { echo "no kernel tree $(KDIR) (KVER=$(KVER)): make setup"; exit 1; }
+	@test -d $(KDIR) || { echo "no kernel tree $(KDIR) (KVER=$(KVER)): make setup" \
+		"(7.3: make setup-7.3)"; exit 1; }
 	@rel=$$(sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' \
 		$(KDIR)/include/generated/utsrelease.h 2>/dev/null); \
 	test -z "$$rel" -o "$$rel" = "$(KVER)" || { echo "KVER=$(KVER) but KDIR=$(KDIR)" \
@@ -119,10 +150,12 @@ checkpatch: setup-check
 process-words:
 	@$(TOP)/scripts/check-process-words.sh $(TOP)
 
+# A kernel Makefile that finds no usable sparse says "... not available or
+# not up to date" and builds without it: that fails here too.
 sparse: setup-check mod-tree
-	@$(MAKE) --no-print-directory -C $(KDIR) M=$(MODOUT) C=2 modules 2>&1 | \
-		tee $(MODOUT)/sparse.log | grep -E 'warning|error' ; \
-	! grep -qE 'warning|error' $(MODOUT)/sparse.log
+	@$(KMAKE) --no-print-directory -C $(KDIR_K) M=$(MODOUT) C=2 modules 2>&1 | \
+		tee $(MODOUT)/sparse.log | grep -E 'warning|error|not available' ; \
+	! grep -qE 'warning|error|not available' $(MODOUT)/sparse.log
 
 # User-space unit tests of the portable cores (kselftest harness, KTAP).
 unit: setup-check
@@ -197,12 +230,18 @@ print-kver:
 print-kvers:
 	@echo $(KVERS)
 
+print-kvers-all:
+	@echo $(KVERS_ALL)
+
 help:
 	@echo 'memhp-lab targets (KVER=$(KVER), KDIR=$(KDIR); kernels: $(KVERS))'
 	@echo '  make [modules]  build every module for KVER into build/modules/KVER/, -Werror'
 	@echo '                  (KVER=<release> or KDIR=<tree> picks the kernel; default 6.1)'
 	@echo '  make modules-all  the modules for every kernel of KVERS (6.1 and 6.12)'
 	@echo '  make print-kvers  the kernel releases check and run cover'
+	@echo '  make print-kvers-all  those and the ones built for only (7.3)'
+	@echo '  make setup-7.3  opt-in: Debian 7.3 headers, image and a trixie build root (gcc-14);'
+	@echo '                  then make KVER=<7.3 release> modules|sparse (migrate_test not built)'
 	@echo '  make setup      install apt packages, extract linux-source pieces, create .venv'
 	@echo '  make check      unit tests, build, checkpatch, sparse, selftests in QEMU guests'
 	@echo '                  on each kernel; ends with a KTAP "# Totals:" line'
