@@ -68,8 +68,10 @@ probe mm_types.h '^\} memdesc_flags_t;' MEMHP_HAVE_MEMDESC_FLAGS_T
 # movable_operations in page->mapping. Removed with the movable_ops rework
 # ("mm/migrate: remove __ClearPageMovable()", "mm: remove
 # __SetPageMovable()"): the core now finds the ops by page type (balloon,
-# zsmalloc) only. mm/Kbuild builds migrate_test only where it exists.
-probe migrate.h 'void __SetPageMovable\(struct page \*page,' MEMHP_HAVE_DRIVER_MOVABLE_PAGES
+# zsmalloc) only, registered with set_movable_ops(). mm/Kbuild builds
+# migrate_test only where __SetPageMovable() exists.
+probe2 migrate.h 'void __SetPageMovable\(struct page \*page,' \
+	'int set_movable_ops\(const struct movable_operations \*ops,' MEMHP_HAVE_DRIVER_MOVABLE_PAGES
 # alloc_contig_range() takes acr_flags_t (ACR_FLAGS_NONE, ACR_FLAGS_CMA)
 # where it took a migratetype: MIGRATE_MOVABLE, 1, would now mean
 # ACR_FLAGS_CMA (sparse reports the different base types; gcc does not).
