@@ -7,10 +7,14 @@
 # code tests features, never version numbers, so any tree from 6.1 on
 # (KDIR=) gets what it has. Each probe names the kernel change.
 #
-# A probe whose absence compiles but behaves differently (the last two)
-# must find one of its two known forms; if it finds neither (a header
-# reworded, a tree without headers) the script fails and prints a
-# #error for Kbuild, instead of silently choosing one behaviour.
+# A probe whose absence compiles but behaves differently is a two-form
+# probe (probe2): it must find one of its two known forms; if it finds
+# neither (a header reworded, a tree without headers) the script fails
+# and prints a #error for Kbuild, instead of silently choosing one
+# behaviour. Those are: driver-owned movable pages (decides whether
+# migrate_test is built), alloc_contig_range()'s third argument (a
+# migratetype of 1 is ACR_FLAGS_CMA where it is acr_flags_t),
+# MIGRATE_SYNC_NO_COPY and __offline_isolated_pages()'s return.
 
 inc=$1/include/linux
 symvers=${2:+$2/Module.symvers}
@@ -75,7 +79,10 @@ probe2 migrate.h 'void __SetPageMovable\(struct page \*page,' \
 # alloc_contig_range() takes acr_flags_t (ACR_FLAGS_NONE, ACR_FLAGS_CMA)
 # where it took a migratetype: MIGRATE_MOVABLE, 1, would now mean
 # ACR_FLAGS_CMA (sparse reports the different base types; gcc does not).
-probe gfp.h '^typedef unsigned int __bitwise acr_flags_t;' MEMHP_HAVE_ACR_FLAGS
+# Both forms are the prototype's second line (6.12 and 7.3 name it
+# alloc_contig_range_noprof()).
+probe2 gfp.h '^[[:space:]]*acr_flags_t alloc_flags, gfp_t gfp_mask\);' \
+	'^[[:space:]]*unsigned migratetype, gfp_t gfp_mask\);' MEMHP_HAVE_ACR_FLAGS
 # Exports restricted to named modules (EXPORT_SYMBOL_FOR_MODULES(), the
 # "module:NAMES" namespace): e820__mapped_raw_any(), the firmware's e820
 # table, is exported to the KVM modules only. Read from Module.symvers
