@@ -16,6 +16,7 @@ ROOT_73="$CACHE_73/trixie-root"
 KSRC_73="$BUILD/ksrc-7.3"
 TBPO_LIST=/etc/apt/sources.list.d/memhp-trixie-backports.sources
 TBPO_PREF=/etc/apt/preferences.d/memhp-trixie-backports
+TBPO_PIN=1
 
 IMAGE_DEBS_73=(linux-binary-$KVER_73 linux-modules-$KVER_73 linux-base-$KVER_73)
 HEADER_DEBS_73=(linux-headers-$KVER_73 linux-headers-$ABI_73-common linux-kbuild-$ABI_73)
@@ -26,9 +27,30 @@ ROOT_PACKAGES_73=gcc-14,make,libelf-dev,bc,flex,bison,libssl-dev,kmod,pahole,spa
 
 missing=()
 
+tbpo_pinned()
+{
+	grep -qx "Pin-Priority: $TBPO_PIN" "$TBPO_PREF" 2>/dev/null
+}
+
 tbpo_configured()
 {
-	[ -f "$TBPO_LIST" ] && [ -f "$TBPO_PREF" ]
+	[ -f "$TBPO_LIST" ] && tbpo_pinned
+}
+
+# root_log FILE COMMAND...: COMMAND as root ($sudo_cmd), its output into
+# FILE (-a FILE: appended). The cache is root-owned, so FILE is written
+# by root too; a plain redirect would open it as the calling user.
+root_log()
+{
+	local tee_opt=
+	if [ "$1" = -a ]; then
+		tee_opt=-a
+		shift
+	fi
+	local log=$1
+	shift
+	$sudo_cmd "$@" 2>&1 | $sudo_cmd tee $tee_opt "$log" >/dev/null
+	return "${PIPESTATUS[0]}"
 }
 
 # deb_73 PACKAGE: its .deb in DEBS_73, downloaded if missing; fails with
@@ -46,8 +68,8 @@ deb_73()
 				"Debian may have moved on from $KVER_73 (MEMHP_KVER_73=<release> picks another)" >&2
 			exit 1
 		fi
-		mkdir -p "$DEBS_73"
-		(cd "$DEBS_73" && apt-get download -q "$p" >"$DEBS_73/download.log" 2>&1) || {
+		$sudo_cmd mkdir -p "$DEBS_73"
+		(cd "$DEBS_73" && root_log "$DEBS_73/download.log" apt-get download -q "$p") || {
 			echo "setup: apt-get download $p failed; $DEBS_73/download.log:" >&2
 			tail -5 "$DEBS_73/download.log" >&2
 			exit 1
@@ -57,18 +79,24 @@ deb_73()
 	echo "$f"
 }
 
-# trixie-backports, like bookworm-backports: the system's mirror and
-# keyring; pinned to 100 so that nothing on this bookworm system is
-# upgraded from it (only what is asked for by name: here nothing, as the
-# packages are downloaded, never installed).
+# trixie-backports: the system's mirror and keyring, pinned to priority
+# 1. Installed packages and bookworm-backports have 100; at an equal 100
+# the newer version wins, so an apt-get upgrade would take trixie's
+# qemu-system-data, seabios and others. Below 100 a version is only a
+# candidate where nothing of the package is installed, so nothing is
+# upgraded from it (and the packages here are downloaded, never
+# installed). An existing pin file with another priority is rewritten.
 if ! tbpo_configured; then
-	missing+=("apt source trixie-backports ($TBPO_LIST, pin $TBPO_PREF)")
+	missing+=("apt source trixie-backports ($TBPO_LIST, pin $TBPO_PIN in $TBPO_PREF)")
 	if [ "$check_only" = 0 ]; then
-		uri=$(sed -n 's/^URIs:[[:space:]]*//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)
-		echo "setup: adding trixie-backports to apt ($TBPO_LIST, priority 100, mirror ${uri:-http://deb.debian.org/debian})"
-		printf 'Types: deb\nURIs: %s\nSuites: trixie-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-			"${uri:-http://deb.debian.org/debian}" | $sudo_cmd tee "$TBPO_LIST" >/dev/null
-		printf 'Package: *\nPin: release n=trixie-backports\nPin-Priority: 100\n' |
+		if [ ! -f "$TBPO_LIST" ]; then
+			uri=$(sed -n 's/^URIs:[[:space:]]*//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)
+			echo "setup: adding trixie-backports to apt ($TBPO_LIST, mirror ${uri:-http://deb.debian.org/debian})"
+			printf 'Types: deb\nURIs: %s\nSuites: trixie-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+				"${uri:-http://deb.debian.org/debian}" | $sudo_cmd tee "$TBPO_LIST" >/dev/null
+		fi
+		echo "setup: pinning trixie-backports to priority $TBPO_PIN ($TBPO_PREF)"
+		printf 'Package: *\nPin: release n=trixie-backports\nPin-Priority: %s\n' "$TBPO_PIN" |
 			$sudo_cmd tee "$TBPO_PREF" >/dev/null
 		$sudo_cmd apt-get update -q >/dev/null
 	fi
@@ -99,8 +127,8 @@ if [ ! -x "$ROOT_73/usr/bin/x86_64-linux-gnu-gcc-14" ] || [ ! -x "$ROOT_73/usr/b
 		echo "setup: making the trixie build root $ROOT_73 (mmdebstrap: $ROOT_PACKAGES_73)"
 		$sudo_cmd rm -rf "$ROOT_73.tmp" "$ROOT_73"
 		$sudo_cmd mkdir -p "$CACHE_73"
-		$sudo_cmd mmdebstrap --quiet --variant=apt --include="$ROOT_PACKAGES_73" trixie "$ROOT_73.tmp" \
-			>"$CACHE_73/mmdebstrap.log" 2>&1 || {
+		root_log "$CACHE_73/mmdebstrap.log" \
+			mmdebstrap --quiet --variant=apt --include="$ROOT_PACKAGES_73" trixie "$ROOT_73.tmp" || {
 			echo "setup: mmdebstrap failed; last lines of $CACHE_73/mmdebstrap.log:" >&2
 			tail -20 "$CACHE_73/mmdebstrap.log" >&2
 			exit 1
@@ -160,18 +188,19 @@ if ! sparse_valid_73; then
 		sid_opts=(-o "Dir::Etc::SourceList=$sid/sources.list" -o Dir::Etc::SourceParts=/dev/null
 			  -o "Dir::State::Lists=$sid/lists" -o "Dir::Cache=$sid/cache")
 		echo "setup: installing sid's sparse into $ROOT_73/usr/local/bin (trixie's rejects __typeof_unqual__)"
-		mkdir -p "$sid/lists/partial" "$sid/cache/archives/partial" "$sid/deb"
+		$sudo_cmd mkdir -p "$sid/lists/partial" "$sid/cache/archives/partial" "$sid/deb"
 		uri=$(sed -n 's/^URIs:[[:space:]]*//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)
-		echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${uri:-http://deb.debian.org/debian} sid main" \
-			>"$sid/sources.list"
-		apt-get "${sid_opts[@]}" update -q >"$sid/log" 2>&1 &&
-			(cd "$sid/deb" && rm -f sparse_*.deb && apt-get "${sid_opts[@]}" download -q sparse >>"$sid/log" 2>&1) || {
+		echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${uri:-http://deb.debian.org/debian} sid main" |
+			$sudo_cmd tee "$sid/sources.list" >/dev/null
+		root_log "$sid/log" apt-get "${sid_opts[@]}" update -q &&
+			(cd "$sid/deb" && $sudo_cmd rm -f sparse_*.deb &&
+			 root_log -a "$sid/log" apt-get "${sid_opts[@]}" download -q sparse) || {
 			echo "setup: sparse from sid: apt failed; $sid/log:" >&2
 			tail -5 "$sid/log" >&2
 			exit 1
 		}
-		rm -rf "$sid/x"
-		dpkg -x "$sid"/deb/sparse_*.deb "$sid/x"
+		$sudo_cmd rm -rf "$sid/x"
+		$sudo_cmd dpkg -x "$sid"/deb/sparse_*.deb "$sid/x"
 		$sudo_cmd install -D -m 755 "$sid/x/usr/bin/sparse" "$ROOT_73/usr/local/bin/sparse"
 		sparse_valid_73 || { echo "setup: sid's sparse ($(in_root_73 sparse --version)) does not take the 7.3 headers either" >&2; exit 1; }
 	fi

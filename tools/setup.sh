@@ -21,9 +21,10 @@
 #         (virtme-ng, qemu.qmp, matplotlib).
 #
 # --kernel 7.3 (make setup-7.3), opt-in, instead of the above: Debian's 7.3
-# from trixie-backports (a sources entry pinned to 100), built for but not
-# yet tested. Its headers want gcc-14 and its kbuild tools libc 2.38, which
-# bookworm lacks, so nothing is installed with dpkg: the packages are
+# from trixie-backports (a sources entry pinned to 1, so nothing installed
+# is upgraded from it), built for but not yet tested. Its headers want
+# gcc-14 and its kbuild tools libc 2.38, which bookworm lacks, so nothing
+# is installed with dpkg: the packages are
 # downloaded to /var/cache/memhp-lab/7.3/, the image (vmlinuz, modules)
 # unpacked into /usr/lib/modules/<release>/ and depmod run, and the headers
 # unpacked into a trixie root made with mmdebstrap (gcc-14, make, sparse,
