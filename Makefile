@@ -150,12 +150,20 @@ checkpatch: setup-check
 process-words:
 	@$(TOP)/scripts/check-process-words.sh $(TOP)
 
-# A kernel Makefile that finds no usable sparse says "... not available or
-# not up to date" and builds without it: that fails here too.
+# Fails when the build fails (its status, not only its output: a missing
+# build root, a modpost ERROR, make's "*** ... Error 2") or when the log
+# has what sparse, gcc, modpost or make report. A kernel Makefile that finds
+# no usable sparse says "... not available or not up to date" and builds
+# without it: that fails here too. The leading + hands KMAKE the jobserver
+# also when it is the build-root wrapper, not $(MAKE).
+SPARSE_BAD := warning:|error:|ERROR:|Error [0-9]|not available
 sparse: setup-check mod-tree
-	@$(KMAKE) --no-print-directory -C $(KDIR_K) M=$(MODOUT) C=2 modules 2>&1 | \
-		tee $(MODOUT)/sparse.log | grep -E 'warning|error|not available' ; \
-	! grep -qE 'warning|error|not available' $(MODOUT)/sparse.log
+	+@rc=0; $(KMAKE) --no-print-directory -C $(KDIR_K) M=$(MODOUT) C=2 modules \
+		>$(MODOUT)/sparse.log 2>&1 || rc=$$?; \
+	grep -E '$(SPARSE_BAD)' $(MODOUT)/sparse.log; \
+	if [ $$rc -ne 0 ]; then tail -n 5 $(MODOUT)/sparse.log; \
+		echo "make sparse: the build failed (exit $$rc); log: $(MODOUT)/sparse.log"; exit 1; fi; \
+	! grep -qE '$(SPARSE_BAD)' $(MODOUT)/sparse.log
 
 # User-space unit tests of the portable cores (kselftest harness, KTAP).
 unit: setup-check
