@@ -45,14 +45,20 @@ KDIR	:= $(firstword $(wildcard /lib/modules/$(KVER)/build \
 endif
 
 # Kbuild runs with the compiler the kernel was built with
-# (CONFIG_CC_VERSION_TEXT, first word). When the host lacks it, the Kbuild
-# step runs in BUILD_ROOT (tools/in-build-root.sh), KDIR as seen there.
+# (CONFIG_CC_VERSION_TEXT, first word). When that names a gcc the host
+# lacks ("x86_64-linux-gnu-gcc-14", "gcc-14") and BUILD_ROOT has it, the
+# Kbuild step runs there (tools/in-build-root.sh), KDIR as seen there.
+# Anything else builds on the host: the first word of a clang tree's text
+# is "Debian" or "clang", no compiler name.
 KCC	:= $(shell sed -n 's/^CONFIG_CC_VERSION_TEXT="\{0,1\}\([^ "]*\).*/\1/p' \
-	     $(KDIR)/include/config/auto.conf 2>/dev/null)
+	     $(KDIR)/include/config/auto.conf 2>/dev/null | \
+	     grep -xE '([a-z0-9_]+-linux-gnu-)?gcc(-[0-9]+)?')
 ifneq ($(KCC),)
 ifeq ($(shell command -v $(KCC)),)
+ifneq ($(wildcard $(BUILD_ROOT)/usr/bin/$(KCC)),)
 KMAKE	= $(TOP)/tools/in-build-root.sh $(BUILD_ROOT) $(TOP) make
 KDIR_K	= $(patsubst $(BUILD_ROOT)/%,/%,$(KDIR))
+endif
 endif
 endif
 KMAKE	?= $(MAKE)
