@@ -165,7 +165,9 @@ static struct sparse_hp_added *sparse_hp_find_added(u64 phys)
 
 /*
  * -EINVAL: not block aligned, or no block can start there (the end would
- * wrap past 2^64); -ERANGE: not in ranges=; -EEXIST, -ENXIO, or what
+ * wrap past 2^64); -ERANGE: not in ranges=; -EEXIST: added or present
+ * already; -ENXIO: not firmware RAM; -EOPNOTSUPP: the firmware's table
+ * cannot be read (MEMHP_E820_RAW_FOR_KVM_ONLY); -ENOMEM, or what
  * add_memory_driver_managed() says.
  */
 static int sparse_hp_probe(u64 phys)
