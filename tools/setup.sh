@@ -92,7 +92,7 @@ for arg in "$@"; do
 	--kernel) kernel_next=1 ;;
 	--kernel=*) kernel=${arg#--kernel=} ;;
 	-h|--help)
-		sed -n '3,15p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '3,/^$/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'
 		echo "usage: $0 [--check] [--quiet]"
 		echo "       $0 --kernel 7.3 [--check] [--quiet]   (opt-in, make setup-7.3)"
 		exit 0 ;;
