@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
+ * memhp-budget: 30
+ *
  * Selftests of /dev/buddy_split (mm/buddy_split_main.c + mm/buddy_core.c):
  * the split buddy over real page frames, its ioctls, sysfs knobs and debugfs
  * check. Loads the module itself with a small arena (4 sections of 8 MiB,

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
+ * memhp-budget: 120
+ *
  * Selftests of /dev/migrate_test (mm/migrate_test_*.c): user memory backed by
  * driver-owned movable pages, migrated by the driver's MIGRATE ioctl and by
  * the kernel (memory offlining) through the driver's movable_operations.
