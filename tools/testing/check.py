@@ -425,9 +425,9 @@ class GuestStages:
     By default one at a time: a guest's 2 vCPUs are 2 host threads under
     TCG, and two guests on a 2-core host over-commit it; a vCPU spinning
     on a lock whose holder's thread is not running burns the CPU the
-    holder needs, and each guest runs far slower than alone (the shim and
-    hostile-use group took 951 s and 1110 s side by side, against about
-    690 s alone). --jobs 2 is for hosts with 4 or more CPUs. The builds
+    holder needs, and each guest runs far slower than alone (6.1's default
+    group took 1019 s beside 6.12's, 440 s alone; its shim and hostile-use
+    group 951 s and 312 s). --jobs 2 is for hosts with 4 or more CPUs. The builds
     come first, one kernel after the other; the first result asked for
     starts them all. Output lines carry the kernel's series.
     """
