@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# memhp-budget: 70
+# memhp-budget: 30
 #
 # buddy_split holds its arena's frames until it is unloaded, and takes them
 # from ZONE_MOVABLE first. offline_pages() does not look for unmovable

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * memhp-vm: --append module_blacklist=virtio_mem
- * memhp-budget: 40
+ * memhp-budget: 30
  *
  * Hostile use of the modules' mappings: what the rest of the
  * kernel can do to a /dev/migrate_test mapping. Every operation runs in a

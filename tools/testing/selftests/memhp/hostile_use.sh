@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # memhp-vm: --append module_blacklist=virtio_mem
-# memhp-budget: 350
+# memhp-budget: 200
 #
 # Hostile use: the objects that outlive a module's work or the
 # module itself (iomem resources, memory blocks, sysfs/debugfs nodes,

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# memhp-budget: 70
+# memhp-budget: 30
 #
 # pfn_lookup (mm/pfn_lookup_main.c): the debugfs interface rejects bad input with
 # the documented errno and changes nothing; a small run finds the right

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # memhp-vm: --append module_blacklist=virtio_mem
-# memhp-budget: 470
+# memhp-budget: 220
 #
 # virtio_mem_shim in big-block mode (mode=bbm at every load: the guest's
 # 2 MiB device block would select sub-block mode, which
