@@ -29,13 +29,13 @@ as a pass.
 """
 
 import argparse
+import functools
 import json
 import os
 import re
 import shlex
 import subprocess
 import sys
-import threading
 import time
 
 TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -55,15 +55,8 @@ class Leaf:
         self.reason = reason
 
 
-# Guest stages of two kernels run side by side (GuestStages): a line is
-# printed whole, and a stage's nested KTAP block is never cut by another
-# thread's diagnostics.
-PRINT_LOCK = threading.RLock()
-
-
 def log(msg):
-    with PRINT_LOCK:
-        print(f"# {msg}", flush=True)
+    print(f"# {msg}", flush=True)
 
 
 def run_streamed(cmd, prefix, env=None, stamps=None):
@@ -80,8 +73,7 @@ def run_streamed(cmd, prefix, env=None, stamps=None):
         lines.append(line)
         if stamps is not None:
             stamps.append((time.monotonic(), line))
-        with PRINT_LOCK:
-            print(f"# {prefix}{line.rstrip()}", flush=True)
+        print(f"# {prefix}{line.rstrip()}", flush=True)
     rc = proc.wait()
     return rc, "".join(lines)
 
@@ -171,7 +163,7 @@ def stage_unit(args):
     return leaves
 
 
-from memhp_common import kernels  # noqa: E402
+from memhp_common import kernels, series  # noqa: E402
 
 
 def stage_static(args):
@@ -209,6 +201,7 @@ def guest_groups(only):
     return groups
 
 
+@functools.lru_cache(maxsize=None)
 def test_header(test):
     """The "key: value" lines a selftest names in its first lines.
 
@@ -298,30 +291,23 @@ def vm_messages(output):
     return msgs
 
 
-def series(kver):
-    """6.1.0-56-amd64 -> 6.1, 6.12.117+deb12-amd64 -> 6.12."""
-    m = re.match(r"^(\d+\.\d+)", kver)
-    return m.group(1) if m else kver
-
-
-def build_guest(args, kver):
-    """The modules for kver and the selftests, before any guest boots
-    (static built them already, unless --only guest). None, or the
-    failure leaf. Called for one kernel at a time: two builds of the
-    selftests at once would write the same files."""
-    if args.kernel:
-        return None
-    for cmd in (["make", "-s", "--no-print-directory", f"KVER={kver}", "modules"],
-                ["make", "-s", "--no-print-directory", "selftests"]):
-        rc, _ = run_streamed(cmd, f"guest {kver}: ")
-        if rc:
-            return Leaf(f"build for {kver}", "fail", f"{' '.join(cmd[4:])} exit {rc}")
-    return None
-
-
 def stage_guest(args, kver, kernel):
-    """Every selftest group in guests booted from kernel (a bzImage)."""
+    """Every selftest group in guests booted from kernel (a bzImage).
+
+    The kernels' guests run one after the other: under TCG a guest's two
+    vCPUs are two host threads, and two guests on a 2-core host over-commit
+    it (a vCPU spinning on a lock whose holder's thread is not running burns
+    the CPU the holder needs), so that each runs far slower than alone.
+    """
     leaves = []
+    if not args.kernel:
+        # The modules for this kernel (static built them already, unless
+        # --only guest) and the selftests, before any guest boots.
+        for cmd in (["make", "-s", "--no-print-directory", f"KVER={kver}", "modules"],
+                    ["make", "-s", "--no-print-directory", "selftests"]):
+            rc, _ = run_streamed(cmd, f"guest {kver}: ")
+            if rc:
+                return [Leaf(f"build for {kver}", "fail", f"{' '.join(cmd[4:])} exit {rc}")]
     tag = series(kver)
     groups = guest_groups(args.tests)
     for opts, tests in groups.items():
@@ -419,49 +405,6 @@ def report_times(stage_totals, total):
         log(f"times: could not write {path}: {e}")
 
 
-class GuestStages:
-    """The guest stages of all kernels, --jobs of them at a time.
-
-    By default one at a time: a guest's 2 vCPUs are 2 host threads under
-    TCG, and two guests on a 2-core host over-commit it; a vCPU spinning
-    on a lock whose holder's thread is not running burns the CPU the
-    holder needs, and each guest runs far slower than alone (6.1's default
-    group took 1019 s beside 6.12's, 440 s alone; its shim and hostile-use
-    group 951 s and 312 s). --jobs 2 is for hosts with 4 or more CPUs. The builds
-    come first, one kernel after the other; the first result asked for
-    starts them all. Output lines carry the kernel's series.
-    """
-
-    def __init__(self, args):
-        self.args = args
-        self.futures = None
-        self.seconds = {}
-
-    def timed(self, kver):
-        t0 = time.monotonic()
-        try:
-            return stage_guest(self.args, kver, f"/boot/vmlinuz-{kver}")
-        finally:
-            self.seconds[kver] = time.monotonic() - t0
-
-    def start(self):
-        import concurrent.futures
-        built = {k: build_guest(self.args, k) for k in self.args.kernels}
-        pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, self.args.jobs))
-        self.futures = {}
-        for k in self.args.kernels:
-            if built[k]:
-                self.futures[k] = pool.submit(lambda leaf=built[k]: [leaf])
-            else:
-                self.futures[k] = pool.submit(self.timed, k)
-        pool.shutdown(wait=False)
-
-    def result(self, kver):
-        if self.futures is None:
-            self.start()
-        return self.futures[kver].result()
-
-
 STAGES = ["unit", "static", "guest", "runner"]
 
 
@@ -479,12 +422,9 @@ def main():
     p.add_argument("--kernels", default="",
                    help="comma-separated releases or series (6.1, 6.12) to test; default: "
                    "both (make print-kvers)")
-    p.add_argument("--jobs", type=int, default=1,
-                   help="kernels whose guests run at the same time (default 1: two guests "
-                   "of 2 vCPUs on a 2-core host over-commit it, and each runs much slower)")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                    help="set in every guest test's environment (repeatable), e.g. "
-                   "SOAK_OPS=1000, FUZZ_RANDOM=5000, CYCLES=200: the long forms "
+                   "SOAK_OPS=1000, FUZZ_RANDOM=5000: the long forms "
                    "(make check-long)")
     args = p.parse_args()
     try:
@@ -510,7 +450,6 @@ def main():
             p.error(f"--kernels {args.kernels}: none of {' '.join(kernels())}")
     args.kernels = targets
     stages = []
-    guests = None
     for n in STAGES:
         if only and n not in only:
             continue
@@ -525,9 +464,9 @@ def main():
             stages.append((f"guest {rel}",
                            lambda a, r=rel: stage_guest(a, r, a.kernel)))
         else:
-            guests = GuestStages(args)
             for k in args.kernels:
-                stages.append((f"guest {k}", lambda a, k=k: guests.result(k)))
+                stages.append((f"guest {k}",
+                               lambda a, k=k: stage_guest(a, k, f"/boot/vmlinuz-{k}")))
 
     t0 = time.monotonic()
     print("KTAP version 1")
@@ -541,11 +480,6 @@ def main():
         ts = time.monotonic()
         leaves = fn(args)
         secs = time.monotonic() - ts
-        if guests is not None and name.startswith("guest ") and \
-                name[len("guest "):] in guests.seconds:
-            # It ran beside another kernel's: its own time, not the wait.
-            secs = guests.seconds[name[len("guest "):]]
-        PRINT_LOCK.acquire()
         print("  KTAP version 1")
         print(f"  1..{len(leaves)}")
         for j, leaf in enumerate(leaves, 1):
@@ -564,7 +498,6 @@ def main():
                              sum(x.status == "skip" for x in leaves), secs))
         ok = not any(x.status == "fail" for x in leaves)
         print(f"{'ok' if ok else 'not ok'} {i} {name} # {secs:.0f}s", flush=True)
-        PRINT_LOCK.release()
 
     if failed_leaves:
         log("failed:")

@@ -6,6 +6,7 @@ on sys.path); a host script adds tools/testing to sys.path first.
 """
 
 import os
+import re
 import subprocess
 
 TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -15,6 +16,12 @@ def kernels():
     """The kernel releases the suite targets (make print-kvers)."""
     return subprocess.run(["make", "-s", "--no-print-directory", "print-kvers"], cwd=TOP,
                           capture_output=True, text=True).stdout.split()
+
+
+def series(kver):
+    """6.1.0-56-amd64 -> 6.1, 6.12.117+deb12-amd64 -> 6.12."""
+    m = re.match(r"^(\d+\.\d+)", kver)
+    return m.group(1) if m else kver
 
 
 def ratio(base, value, style="cell"):

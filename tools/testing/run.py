@@ -44,13 +44,7 @@ def experiments():
             yield name, path
 
 
-from memhp_common import kernels  # noqa: E402
-
-
-def series(kver):
-    """6.1.0-56-amd64 -> 6.1, 6.12.117+deb12-amd64 -> 6.12."""
-    m = re.match(r"^(\d+\.\d+)", kver)
-    return m.group(1) if m else kver
+from memhp_common import kernels, series  # noqa: E402
 
 
 def stream(cmd, env, prefix):
