@@ -193,10 +193,9 @@ selftests: setup-check modules
 check: setup-check
 	@$(PY) $(TOP)/tools/testing/check.py $(CHECK_ARGS)
 
-# The guest tests at their long forms: soak's 1000 operations, 5000 random
-# fuzz inputs per file, and the cycles and rounds every test shortens for
-# make check (MEMHP_LONG=1; each test names its own in its header).
-CHECK_LONG_ENV ?= MEMHP_LONG=1 SOAK_OPS=1000 FUZZ_RANDOM=5000
+# The guest tests at their long forms: soak's 1000 operations and 5000
+# random fuzz inputs per file.
+CHECK_LONG_ENV ?= SOAK_OPS=1000 FUZZ_RANDOM=5000
 check-long: setup-check
 	@$(PY) $(TOP)/tools/testing/check.py --only guest --guest-timeout 10800 \
 		$(foreach e,$(CHECK_LONG_ENV),--env $(e)) $(CHECK_ARGS)
@@ -260,7 +259,7 @@ help:
 	@echo '  make check      unit tests, build, checkpatch, sparse, selftests in QEMU guests'
 	@echo '                  on each kernel; ends with a KTAP "# Totals:" line'
 	@echo '                  (CHECK_ARGS="--help"; CHECK_ARGS="--kernels 6.12" for one kernel)'
-	@echo '  make check-long the guest tests at their long forms (MEMHP_LONG=1, SOAK_OPS=1000,'
+	@echo '  make check-long the guest tests at their long forms (SOAK_OPS=1000,'
 	@echo '                  FUZZ_RANDOM=5000: CHECK_LONG_ENV); hours on 2 cores'
 	@echo '  make run        experiments in guests on both kernels, side by side with ratios,'
 	@echo '                  results/report.md (RUN_ARGS="--kernels 6.1" for one; "--help");'
