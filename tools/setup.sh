@@ -17,6 +17,13 @@
 #         tools/include and tools/lib/rbtree.c for the user-space builds),
 #         and 6.12's checkpatch to build/ksrc-6.12/ (make checkpatch runs both).
 #         Nothing of the kernel source is committed to this repository.
+#   qemu: the plugin API header of the installed QEMU (include/qemu/qemu-plugin.h,
+#         which no binary package ships), from the orig tarball of Debian's
+#         qemu source package: a deb-src entry for bookworm-backports gives
+#         apt's signed Sources index, the tarball is fetched from the same
+#         mirror, checked against the index's SHA-256 and cached in
+#         /var/cache/memhp-lab/qemu/; the header goes to build/qemu-plugin/
+#         (make count builds the memhp-count plugin against it).
 #   venv: .venv with the pinned PyPI packages of tools/testing/vm/requirements.txt
 #         (virtme-ng, qemu.qmp, matplotlib).
 #
@@ -42,6 +49,9 @@ SRC_TAR=/usr/src/linux-source-6.1.tar.xz
 SRC_TAR_612=/usr/src/linux-source-6.12.tar.xz
 KSRC_612="$BUILD/ksrc-6.12"
 BPO_LIST=/etc/apt/sources.list.d/memhp-bookworm-backports.sources
+QEMU_SRC_LIST=/etc/apt/sources.list.d/memhp-qemu-src.sources
+QEMU_CACHE=/var/cache/memhp-lab/qemu
+QEMU_HDR="$BUILD/qemu-plugin/qemu-plugin.h"
 
 APT_PACKAGES=(
 	linux-image-amd64 linux-headers-amd64 linux-source-6.1
@@ -49,7 +59,7 @@ APT_PACKAGES=(
 	busybox-static udev kmod
 	sparse bpftrace linux-perf dwarves valgrind
 	python3 python3-venv xz-utils bc numactl libnuma-dev
-	gcc-12 make perl rsync
+	gcc-12 make perl rsync libglib2.0-dev pkg-config curl
 	flex bison libelf-dev
 	dkms
 	ndctl daxctl
@@ -231,6 +241,62 @@ if [ "$(readlink "$link" 2>/dev/null)" != "../../build/ksrc/tools/testing/selfte
 	missing+=("link tools/testing/kselftest")
 	[ "$check_only" = 1 ] || ln -sfn ../../build/ksrc/tools/testing/selftests/kselftest "$link"
 fi
+
+# --- QEMU's plugin API header --------------------------------------------------
+# qemu_plugin_header: include/qemu/qemu-plugin.h of the installed
+# qemu-system-x86's source, into $QEMU_HDR (again when QEMU changes).
+qemu_plugin_header()
+{
+	local ver upstream orig uri sources sum
+
+	ver=$(dpkg-query -W -f='${Version}' qemu-system-x86 2>/dev/null) || return 0
+	if [ -f "$QEMU_HDR" ] && [ "$(cat "$QEMU_HDR.version" 2>/dev/null)" = "$ver" ]; then
+		return 0
+	fi
+	missing+=("QEMU $ver plugin header ($QEMU_HDR)")
+	[ "$check_only" = 0 ] || return 0
+	upstream=${ver#*:}
+	upstream=${upstream%-*}
+	orig="qemu_${upstream}.orig.tar.xz"
+	uri=$(sed -n 's/^URIs:[[:space:]]*//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)
+	uri=${uri:-http://deb.debian.org/debian}
+	if [ ! -f "$QEMU_SRC_LIST" ]; then
+		echo "setup: adding bookworm-backports sources (deb-src) to apt ($QEMU_SRC_LIST)"
+		printf 'Types: deb-src\nURIs: %s\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+			"$uri" | $sudo_cmd tee "$QEMU_SRC_LIST" >/dev/null
+		$sudo_cmd apt-get update -q >/dev/null
+	fi
+	sources=$(compgen -G '/var/lib/apt/lists/*bookworm-backports_main_source_Sources*' | head -n1 || true)
+	# The SHA-256 of the orig tarball from apt's (signature-checked) index,
+	# which apt may keep compressed: apt-helper cat-file reads it either way.
+	sum=$([ -n "$sources" ] && /usr/lib/apt/apt-helper cat-file "$sources" |
+		awk -v f="$orig" '/^Checksums-Sha256:/ { c = 1; next } /^[^ ]/ { c = 0 }
+		c && $3 == f { print $1; exit }' || true)
+	if [ -z "$sum" ]; then
+		echo "setup: $orig is not in bookworm-backports' Sources index ($sources)" >&2
+		exit 1
+	fi
+	$sudo_cmd mkdir -p "$QEMU_CACHE"
+	if ! echo "$sum  $QEMU_CACHE/$orig" | sha256sum -c --quiet - 2>/dev/null; then
+		echo "setup: downloading $orig (Debian's qemu source, for its plugin header)"
+		$sudo_cmd curl -fsS -o "$QEMU_CACHE/$orig.part" "$uri/pool/main/q/qemu/$orig" &&
+			$sudo_cmd mv "$QEMU_CACHE/$orig.part" "$QEMU_CACHE/$orig" || {
+			echo "setup: cannot download $uri/pool/main/q/qemu/$orig" >&2
+			exit 1
+		}
+		echo "$sum  $QEMU_CACHE/$orig" | sha256sum -c --quiet - || {
+			echo "setup: $orig does not match the SHA-256 of the Sources index" >&2
+			exit 1
+		}
+	fi
+	mkdir -p "$(dirname "$QEMU_HDR")"
+	tar -xJf "$QEMU_CACHE/$orig" -O --wildcards '*/include/qemu/qemu-plugin.h' > "$QEMU_HDR.tmp"
+	[ -s "$QEMU_HDR.tmp" ] || { echo "setup: no include/qemu/qemu-plugin.h in $orig" >&2; exit 1; }
+	mv "$QEMU_HDR.tmp" "$QEMU_HDR"
+	echo "$ver" > "$QEMU_HDR.version"
+	echo "setup: QEMU plugin header of $ver in $QEMU_HDR"
+}
+qemu_plugin_header
 
 # --- python venv ---------------------------------------------------------------
 venv_stamp="$VENV/.memhp-requirements"
