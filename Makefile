@@ -86,7 +86,7 @@ CHECKPATCH_FLAGS = --no-tree --strict --quiet --no-summary --show-types --terse 
 
 .PHONY: all modules modules-all mod-tree kver-check clean setup setup-check checkpatch sparse unit \
 	selftests check check-long run help install dkms-install dkms-check vm-shell print-kver print-kvers \
-	process-words setup-7.3 print-kvers-all
+	process-words setup-7.3 print-kvers-all count profile
 
 all: modules
 
@@ -172,6 +172,20 @@ sparse: setup-check mod-tree
 	! grep -qE '$(SPARSE_BAD)' $(MODOUT)/sparse.log
 
 # User-space unit tests of the portable cores (kselftest harness, KTAP).
+# The memhp-count TCG plugin (instruction counts) and memhp-mark.
+count: setup-check
+	@$(MAKE) -s -C $(TOP)/tools/testing/count
+
+# Profile a guest command by counted instructions: CMD runs between two
+# markers in a TCG guest with the plugin; the table is per guest function.
+PROFILE_OUT ?= $(TOP)/build/profile.json
+profile: count
+	@test -n "$(CMD)" || { echo "make profile CMD='...' [VM_ARGS=...] [PROFILE_ARGS=...]" >&2; false; }
+	@printf '%s\n' '$(subst ','\'',$(CMD))' > $(BUILD)/profile.sh
+	$(TOP)/tools/testing/vm/memhp-vm $(VM_ARGS) --count $(PROFILE_OUT) -- \
+		memhp-mark run profile -- bash $(BUILD)/profile.sh
+	$(TOP)/tools/testing/count/memhp-count-report $(PROFILE_ARGS) $(PROFILE_OUT)
+
 unit: setup-check
 	@$(MAKE) --no-print-directory -C tools/testing/unit OUTPUT=$(BUILD)/unit run_tests
 
@@ -202,8 +216,8 @@ check-long: setup-check
 
 # The experiments on every kernel of KVERS (RUN_ARGS=--kernels 6.1 for one),
 # side by side with the ratios; writes results/report.md.
-run: setup-check
-	@$(PY) $(TOP)/tools/testing/run.py $(if $(FULL),--full) $(RUN_ARGS)
+run: setup-check $(if $(COUNT),count)
+	@$(PY) $(TOP)/tools/testing/run.py $(if $(FULL),--full) $(if $(COUNT),--count) $(RUN_ARGS)
 
 # Hotplug churn soak (tools/testing/selftests/memhp/soak.sh, 100 operations
 # of it run in `make check`): SOAK_OPS random operations, SOAK_SEED repeats.
@@ -265,6 +279,9 @@ help:
 	@echo '                  results/report.md (RUN_ARGS="--kernels 6.1" for one; "--help");'
 	@echo '                  FULL=1: every experiment at its full repetitions'
 	@echo '  make unit       user-space unit tests of the portable cores only'
+	@echo '  make count      the memhp-count TCG plugin and memhp-mark (instruction counts)'
+	@echo '  make profile CMD=...  count a guest command's instructions per guest function'
+	@echo '                  (VM_ARGS="--kernel 6.12"; PROFILE_ARGS="--top 40")'
 	@echo '  make soak       hotplug churn soak in a guest (SOAK_OPS=1000, SOAK_SEED=)'
 	@echo '  make check-debug  selftests on a KASAN/lockdep/kmemleak kernel (builds it once)'
 	@echo '  make bench-pfn  pfn lookup benchmark, 5 section tables (BENCH_ARGS=--full: 100M)'

@@ -175,6 +175,8 @@ def stage_static(args):
                   (f"{k}: sparse C=2 clean", mk + ["sparse"]),
                   (f"{k}: dkms.conf: DKMS builds every module", mk + ["dkms-check"])]
     steps += [("selftests build", ["make", "--no-print-directory", "selftests"]),
+              ("memhp-count plugin and memhp-mark build with -Werror",
+               ["make", "--no-print-directory", "count"]),
               ("checkpatch --strict clean (6.1 and 6.12 checkpatch.pl)",
                ["make", "--no-print-directory", "checkpatch"]),
               ("no development-process words in the tree (make process-words)",

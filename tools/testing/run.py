@@ -25,6 +25,7 @@ import shlex
 import subprocess
 import sys
 import time
+from collections import Counter
 
 TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 EXPERIMENTS = os.path.join(TOP, "tools", "testing", "experiments")
@@ -88,7 +89,12 @@ def run_one(name, path, kver, args):
             pass
         say(f"{name} [{kver}]: guest {' '.join(vm_args)}")
         assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in args.env.items())
+        count = ["--count", os.path.join(out, "count.json")] if args.count else []
+        for stale in ("count.json", "count.json.kallsyms", "count.json.syms"):
+            if os.path.exists(os.path.join(out, stale)):
+                os.remove(os.path.join(out, stale))
         cmd = [MEMHP_VM, "--timeout", str(args.guest_timeout), "--kernel", kver] + vm_args + \
+              count + \
               ["--", f"{assigns} MEMHP_OUT={shlex.quote(out)} {shlex.quote(guest)}".strip()]
         ts = time.monotonic()
         rc, boot = stream(cmd, env, f"{tag:>4} guest")
@@ -105,6 +111,53 @@ def run_one(name, path, kver, args):
             return f"host part failed (exit {rc})"
     if not os.path.exists(os.path.join(out, "summary.md")):
         return "no summary.md written"
+    if args.count:
+        return append_counts(out)
+    return None
+
+
+COUNT_REPORT = os.path.join(TOP, "tools", "testing", "count", "memhp-count-report")
+
+
+def append_counts(out):
+    """The marked phases' instruction counts, as a table at the end of summary.md.
+
+    One row per phase name: how often it ran, the guest kernel's
+    instructions per run (all vCPUs) as median, min and max, the spread
+    (max - min) / median, and the function with most instructions.
+    """
+    path = os.path.join(out, "count.json")
+    if not os.path.exists(path):
+        return "memhp-vm --count wrote no count.json"
+    r = subprocess.run([COUNT_REPORT, "--json", "--top", "3", path], capture_output=True, text=True)
+    if r.returncode:
+        return f"memhp-count-report failed: {r.stderr.strip()}"
+    with open(os.path.join(out, "count-report.json"), "w") as f:
+        f.write(r.stdout)
+    rep = json.loads(r.stdout)
+    by_name = {}
+    for ph in rep["phases"]:
+        by_name.setdefault(ph["name"], []).append(ph)
+    lines = ["", "### Instruction counts (memhp-count, exact)", "",
+             "Guest kernel instructions per marked operation, all vCPUs (memhp-vm --count; "
+             "docs: Documentation/admin-guide/counting.rst).", "",
+             "| phase | runs | kernel instr median | min | max | spread % | top function |",
+             "|---|---|---|---|---|---|---|"]
+    for name, phs in by_name.items():
+        k = sorted(ph["kernel"] for ph in phs)
+        med = k[len(k) // 2] if len(k) % 2 else (k[len(k) // 2 - 1] + k[len(k) // 2]) // 2
+        spread = 100 * (k[-1] - k[0]) / med if med else 0
+        top = Counter()
+        for ph in phs:
+            for fn, n in ph["functions"][:1]:
+                top[fn] += n
+        lines.append(f"| {name} | {len(k)} | {med} | {k[0]} | {k[-1]} | {spread:.1f} | "
+                     f"{top.most_common(1)[0][0] if top else '-'} |")
+    if rep["unbalanced_marks"] or rep["bad_marks"] or rep["open_phase"]:
+        lines.append(f"\nMarker problems: {rep['unbalanced_marks']} unbalanced, "
+                     f"{rep['bad_marks']} bad, open phase {rep['open_phase']}.")
+    with open(os.path.join(out, "summary.md"), "a") as f:
+        f.write("\n".join(lines) + "\n")
     return None
 
 
@@ -320,6 +373,10 @@ def main():
     p.add_argument("--full", action="store_true",
                    help="the long form: every experiment at its full repetitions "
                    "(MEMHP_FULL=1 in every guest and host part; make run FULL=1)")
+    p.add_argument("--count", action="store_true",
+                   help="count guest instructions (memhp-vm --count, TCG): every phase an "
+                   "experiment marks (memhp-mark) gets an instruction table in its summary "
+                   "(make run COUNT=1)")
     p.add_argument("--report-only", action="store_true",
                    help="no runs: rebuild results/report.md from the results there")
     p.add_argument("--guest-timeout", type=int, default=3600)

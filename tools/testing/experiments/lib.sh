@@ -21,6 +21,19 @@ ms_since()
 	echo "$(( (t1 - t0) / 1000 )).$(( (t1 - t0) % 1000 / 100 ))"
 }
 
+# marked_write PHASE FILE VALUE: write VALUE to FILE. In a guest counting
+# instructions (memhp-vm --count, make run COUNT=1) the write is a phase of
+# that name (memhp-mark write: opened first, then begin, write, end), so its
+# kernel instructions are counted exactly; otherwise a plain write.
+marked_write()
+{
+	if [ -n "${MEMHP_COUNT_SYMS:-}" ]; then
+		memhp-mark write "$1" "$2" "$3"
+	else
+		echo "$3" > "$2"
+	fi
+}
+
 # Memory blocks not in $MEMHP_OUT/.blocks0 (the ones there at the start).
 new_blocks()
 {

@@ -12,7 +12,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 ktap_print_header
-ktap_set_plan 8
+ktap_set_plan 12
 
 # 1: bad options are refused before anything boots
 "$vm" --mem 4G --maxmem 2G -- true > "$tmp/opts.out" 2>&1
@@ -83,5 +83,49 @@ rc=$?
 grep "^memhp-vm: note" "$tmp/offline.out" | sed 's/^/# /'
 ktap_test_result "offlining page dumps are counted, not failures (exit 0)" \
 	eval '[ $rc = 0 ] && grep -q "migration failure 2, unmovable page 1" "$tmp/offline.out"'
+
+# 9-12: the memhp-count plugin (memhp-vm --count). Its marker is a NOP
+# where no plugin runs; in a guest, the instructions between two markers
+# on the marking vCPU are exactly those of the loop between them
+# (memhp-mark selftest N: 2N + 3), whatever the guest does meanwhile, and
+# a phase's kernel work is attributed to the guest's kernel functions.
+make -s -C "$top/tools/testing/count" > "$tmp/count-build.out" 2>&1 ||
+	sed 's/^/# /' "$tmp/count-build.out"
+mark="$top/build/count/memhp-mark"
+ktap_test_result "memhp-mark's marker is a NOP without the plugin (selftest 10 -> 23)" \
+	eval '[ "$("$mark" selftest 10)" = 23 ]'
+"$vm" --count "$tmp/kvm.json" --accel kvm -- true > "$tmp/count-kvm.out" 2>&1
+rc=$?
+ktap_test_result "--count with --accel kvm refused (exit 2, no boot)" \
+	eval '[ $rc = 2 ] && grep -q "needs TCG" "$tmp/count-kvm.out"'
+"$vm" --quiet --no-virtio-mem --count "$tmp/count.json" -- '
+	taskset -c 1 memhp-mark selftest 1000000 &&
+	taskset -c 0 memhp-mark selftest 1 &&
+	memhp-mark write drop_caches /proc/sys/vm/drop_caches 3' > "$tmp/count.out" 2>&1
+rc=$?
+sed 's/^/# /' "$tmp/count.out"
+"$top/tools/testing/count/memhp-count-report" --json --top 0 "$tmp/count.json" \
+	> "$tmp/count-report.json" 2> "$tmp/count-report.err"
+sed 's/^/# /' "$tmp/count-report.err"
+python3 - "$tmp/count-report.json" "$tmp/count.out" <<'PYEOF' > "$tmp/count-check.out"
+import json, sys
+r = json.load(open(sys.argv[1]))
+want = [int(x) for x in open(sys.argv[2]).read().split()[:2]]
+got = [ph["marking_vcpu_counts"]["user"] for ph in r["phases"]
+       if ph["name"] == "memhp-mark-selftest" and ph["marking_vcpu_counts"]]
+print("selftest user instructions: expected", want, "counted", got)
+print("exact" if got == want and len(want) == 2 else "differ")
+drop = [ph for ph in r["phases"] if ph["name"] == "drop_caches"]
+funcs = [n for n, _ in drop[0]["functions"]] if drop else []
+print("drop_caches: kernel", drop[0]["kernel"] if drop else None, "instructions;",
+      "functions:", ", ".join(funcs[:5]))
+print("named" if drop and drop[0]["kernel"] > 0 and "drop_caches_sysctl_handler" in funcs
+      else "unnamed")
+PYEOF
+sed 's/^/# /' "$tmp/count-check.out"
+ktap_test_result "counted user instructions between markers are exact (2N + 3, N = 1000000 and 1)" \
+	eval '[ $rc = 0 ] && grep -qx exact "$tmp/count-check.out"'
+ktap_test_result "a marked sysctl write is attributed to its kernel function (drop_caches_sysctl_handler)" \
+	eval '[ $rc = 0 ] && grep -qx named "$tmp/count-check.out"'
 
 ktap_finished

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * memhp-mark: marks phases for the memhp-count TCG plugin, in a guest.
+ *
+ *   memhp-mark begin NAME | end NAME
+ *   memhp-mark write NAME FILE VALUE	open FILE, then begin, write, end
+ *   memhp-mark run NAME -- CMD...	begin, run CMD and wait, end
+ *   memhp-mark selftest N		begin, a loop of N iterations, end;
+ *					prints the instructions in between
+ *
+ * The marker is an eight-byte NOP (nopl 0x4d50484d(%rax,%rax,1)) with the
+ * operation in %rdi and the name's address in %rsi; real hardware and KVM
+ * execute it as a NOP, and without the plugin nothing is counted.
+ *
+ * With MEMHP_COUNT_SYMS=FILE in the environment, an end appends the
+ * kernel's module symbols of that moment to FILE after the marker, under a
+ * line "@phase NAME": a module's addresses are its own only while it is
+ * loaded, so the report resolves a phase's blocks with the symbols of that
+ * phase's end.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MARK_BEGIN	1
+#define MARK_END	2
+#define NAME_MAX_LEN	63
+
+#define MARK_INSN	".byte 0x0f, 0x1f, 0x84, 0x00, 0x4d, 0x48, 0x50, 0x4d\n\t"
+
+static void mark(long op, const char *name)
+{
+	asm volatile(MARK_INSN : : "D"(op), "S"(name) : "memory");
+}
+
+static int save_module_syms(const char *name)
+{
+	const char *path = getenv("MEMHP_COUNT_SYMS");
+	char line[512];
+	FILE *in, *out;
+
+	if (!path || !*path)
+		return 0;
+	in = fopen("/proc/kallsyms", "r");
+	out = fopen(path, "a");
+	if (!in || !out) {
+		fprintf(stderr, "memhp-mark: %s: %s\n", in ? path : "/proc/kallsyms",
+			strerror(errno));
+		if (in)
+			fclose(in);
+		if (out)
+			fclose(out);
+		return -1;
+	}
+	fprintf(out, "@phase %s\n", name);
+	while (fgets(line, sizeof(line), in))
+		if (strchr(line, '['))
+			fputs(line, out);
+	fclose(in);
+	return fclose(out) ? -1 : 0;
+}
+
+static int end(const char *name)
+{
+	mark(MARK_END, name);
+	return save_module_syms(name);
+}
+
+/* N iterations of dec/jnz between the markers: 2 * N + 3 instructions. */
+static unsigned long marked_loop(unsigned long n)
+{
+	static const char name[] = "memhp-mark-selftest";
+
+	asm volatile("mov $1, %%edi\n\t"
+		     "mov %[name], %%rsi\n\t"
+		     MARK_INSN
+		     "mov %[n], %%rcx\n"
+		     "1:\tdec %%rcx\n\t"
+		     "jnz 1b\n\t"
+		     "mov $2, %%edi\n\t"
+		     "mov %[name], %%rsi\n\t"
+		     MARK_INSN
+		     : : [n] "r"(n), [name] "r"(name) : "rcx", "rdi", "rsi", "memory", "cc");
+	return 2 * n + 3;
+}
+
+static int print_usage(void)
+{
+	fprintf(stderr, "usage: memhp-mark begin NAME | end NAME | write NAME FILE VALUE |\n"
+		"       run NAME -- CMD... | selftest N\n");
+	return 2;
+}
+
+static int check_name(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (!len || len > NAME_MAX_LEN) {
+		fprintf(stderr, "memhp-mark: a name has 1 to %d characters\n", NAME_MAX_LEN);
+		return -1;
+	}
+	return 0;
+}
+
+static int do_write(const char *name, const char *file, const char *value)
+{
+	size_t len = strlen(value);
+	ssize_t ret;
+	int fd, err;
+
+	fd = open(file, O_WRONLY);
+	if (fd < 0) {
+		fprintf(stderr, "memhp-mark: %s: %s\n", file, strerror(errno));
+		return 1;
+	}
+	mark(MARK_BEGIN, name);
+	ret = write(fd, value, len);
+	err = errno;
+	if (end(name))
+		return 1;
+	close(fd);
+	if (ret != (ssize_t)len) {
+		fprintf(stderr, "memhp-mark: write %s to %s: %s\n", value, file,
+			ret < 0 ? strerror(err) : "short write");
+		return 1;
+	}
+	return 0;
+}
+
+static int do_run(const char *name, char **argv)
+{
+	int status;
+	pid_t pid;
+
+	mark(MARK_BEGIN, name);
+	pid = fork();
+	if (pid < 0) {
+		perror("memhp-mark: fork");
+		end(name);
+		return 1;
+	}
+	if (!pid) {
+		execvp(argv[0], argv);
+		fprintf(stderr, "memhp-mark: %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (end(name))
+		return 1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "selftest")) {
+		char *e;
+		unsigned long n = strtoul(argv[2], &e, 0);
+
+		if (*e || !n || n > (1UL << 40)) {
+			fprintf(stderr, "memhp-mark: selftest N: N from 1 to 2^40\n");
+			return 2;
+		}
+		printf("%lu\n", marked_loop(n));
+		return 0;
+	}
+	if (argc < 3)
+		return print_usage();
+	if (check_name(argv[2]))
+		return 2;
+	if (argc == 3 && !strcmp(argv[1], "begin")) {
+		mark(MARK_BEGIN, argv[2]);
+		return 0;
+	}
+	if (argc == 3 && !strcmp(argv[1], "end"))
+		return end(argv[2]) ? 1 : 0;
+	if (argc == 5 && !strcmp(argv[1], "write"))
+		return do_write(argv[2], argv[3], argv[4]);
+	if (argc >= 5 && !strcmp(argv[1], "run") && !strcmp(argv[3], "--"))
+		return do_run(argv[2], argv + 4);
+	return print_usage();
+}
