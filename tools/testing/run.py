@@ -116,15 +116,24 @@ def run_one(name, path, kver, args):
     return None
 
 
+def median(values):
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
 COUNT_REPORT = os.path.join(TOP, "tools", "testing", "count", "memhp-count-report")
 
 
 def append_counts(out):
     """The marked phases' instruction counts, as a table at the end of summary.md.
 
-    One row per phase name: how often it ran, the guest kernel's
-    instructions per run (all vCPUs) as median, min and max, the spread
-    (max - min) / median, and the function with most instructions.
+    One row per phase name: how often it ran; the guest kernel's
+    instructions per run on the vCPU that marked it (runs that began and
+    ended on one vCPU: the operation itself and the interrupts that vCPU
+    took), median; on all vCPUs (background work included), median, min
+    and max, and their spread (max - min) / median; the host wall time
+    per run, median; and the function with most instructions.
     """
     path = os.path.join(out, "count.json")
     if not os.path.exists(path):
@@ -139,19 +148,23 @@ def append_counts(out):
     for ph in rep["phases"]:
         by_name.setdefault(ph["name"], []).append(ph)
     lines = ["", "### Instruction counts (memhp-count, exact)", "",
-             "Guest kernel instructions per marked operation, all vCPUs (memhp-vm --count; "
-             "docs: Documentation/admin-guide/counting.rst).", "",
-             "| phase | runs | kernel instr median | min | max | spread % | top function |",
-             "|---|---|---|---|---|---|---|"]
+             "Guest kernel instructions per marked operation (memhp-vm --count): on the vCPU "
+             "that marked it, and on all vCPUs; host wall time under counting. "
+             "Documentation/admin-guide/counting.rst says what the figures include.", "",
+             "| phase | runs | marking vCPU kernel instr | all vCPUs kernel instr | min | max | "
+             "spread % | wall ms | top function |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for name, phs in by_name.items():
         k = sorted(ph["kernel"] for ph in phs)
-        med = k[len(k) // 2] if len(k) % 2 else (k[len(k) // 2 - 1] + k[len(k) // 2]) // 2
+        own = [ph["marking_vcpu_counts"]["kernel"] for ph in phs if ph["marking_vcpu_counts"]]
+        med = median(k)
         spread = 100 * (k[-1] - k[0]) / med if med else 0
         top = Counter()
         for ph in phs:
             for fn, n in ph["functions"][:1]:
                 top[fn] += n
-        lines.append(f"| {name} | {len(k)} | {med} | {k[0]} | {k[-1]} | {spread:.1f} | "
+        lines.append(f"| {name} | {len(k)} | {f'{median(own):.0f}' if own else '-'} | {med:.0f} | {k[0]} | "
+                     f"{k[-1]} | {spread:.1f} | {median([ph['wall_ms'] for ph in phs]):.1f} | "
                      f"{top.most_common(1)[0][0] if top else '-'} |")
     if rep["unbalanced_marks"] or rep["bad_marks"] or rep["open_phase"]:
         lines.append(f"\nMarker problems: {rep['unbalanced_marks']} unbalanced, "

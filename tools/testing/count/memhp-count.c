@@ -36,6 +36,10 @@
  *    between the two markers. Other vCPUs are read while they run: their
  *    figures are right to within the block each one is executing.
  *
+ * Time: a phase also records its host wall time and, per vCPU, the time
+ * the vCPU was halted (QEMU's idle/resume callbacks), so that time spent
+ * waiting is told from time spent emulating.
+ *
  * Phases do not nest: a begin while a phase is open ends that one first
  * (counted in "unbalanced"). Memory of a translated block's record is kept
  * until QEMU exits; re-translations of the same (address, length) share
@@ -77,6 +81,15 @@ struct totals {
 	uint64_t user;
 };
 
+/*
+ * A vCPU's halted time (host ns): QEMU's idle and resume callbacks, which
+ * run on the vCPU's thread; markers on other threads read them atomically.
+ */
+struct idle {
+	int64_t since;		/* when it last halted, 0 while it runs */
+	int64_t total;		/* halted time before that */
+};
+
 /* Where a marker sits: its block's length and its index in the block. */
 struct mark_site {
 	uint32_t tb_insns;
@@ -92,6 +105,7 @@ static GMutex lock;		/* blocks, phase state, out */
 static GHashTable *blocks;	/* struct block by (pc, insns) */
 static struct qemu_plugin_scoreboard *totals;	/* struct totals */
 static struct qemu_plugin_scoreboard *regs;	/* struct vcpu_regs */
+static struct qemu_plugin_scoreboard *idle;	/* struct idle */
 static char *out_path;
 static GString *out;		/* phases, written at exit */
 static unsigned int nr_phases;
@@ -103,6 +117,8 @@ static bool phase_open;
 static char phase_name[NAME_MAX_LEN + 1];
 static unsigned int phase_vcpu;
 static struct totals *phase_begin;	/* per vCPU */
+static int64_t *phase_idle_begin;	/* per vCPU */
+static int64_t phase_wall_begin;
 
 static guint block_hash(gconstpointer v)
 {
@@ -146,6 +162,35 @@ static struct totals vcpu_at_mark(unsigned int vcpu, const struct mark_site *sit
 	return t;
 }
 
+static int64_t vcpu_idle_ns(unsigned int vcpu, int64_t now)
+{
+	struct idle *d = qemu_plugin_scoreboard_find(idle, vcpu);
+	int64_t since = __atomic_load_n(&d->since, __ATOMIC_ACQUIRE);
+	int64_t total = __atomic_load_n(&d->total, __ATOMIC_ACQUIRE);
+
+	return total + (since ? now - since : 0);
+}
+
+static void vcpu_idle(qemu_plugin_id_t id, unsigned int vcpu)
+{
+	struct idle *d = qemu_plugin_scoreboard_find(idle, vcpu);
+
+	__atomic_store_n(&d->since, g_get_monotonic_time() * 1000, __ATOMIC_RELEASE);
+}
+
+static void vcpu_resume(qemu_plugin_id_t id, unsigned int vcpu)
+{
+	struct idle *d = qemu_plugin_scoreboard_find(idle, vcpu);
+	int64_t since = __atomic_load_n(&d->since, __ATOMIC_ACQUIRE);
+
+	if (!since)
+		return;
+	/* since first: a reader may briefly miss this period, never count it twice */
+	__atomic_store_n(&d->since, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&d->total, d->total + g_get_monotonic_time() * 1000 - since,
+			 __ATOMIC_RELEASE);
+}
+
 static void snapshot_blocks(void)
 {
 	GHashTableIter it;
@@ -163,6 +208,7 @@ static void emit_phase_end(unsigned int vcpu, const struct mark_site *site, int 
 			   bool kernel)
 {
 	int n = qemu_plugin_num_vcpus();
+	int64_t now = g_get_monotonic_time() * 1000;
 	GHashTableIter it;
 	gpointer key;
 	bool first = true;
@@ -171,15 +217,18 @@ static void emit_phase_end(unsigned int vcpu, const struct mark_site *site, int 
 		g_string_append(out, ",\n");
 	g_string_append_printf(out, "{\"name\": \"%s\", ", phase_name);
 	g_string_append_printf(out, "\"begin_vcpu\": %u, \"end_vcpu\": %u, ", phase_vcpu, vcpu);
+	g_string_append_printf(out, "\"wall_ns\": %" PRId64 ", ", now - phase_wall_begin);
 	g_string_append(out, "\"vcpus\": [");
 	for (int i = 0; i < n; i++) {
-		struct totals now = i == (int)vcpu ?
+		struct totals t = i == (int)vcpu ?
 			vcpu_at_mark(vcpu, site, op, kernel) : *vcpu_totals(i);
 
-		g_string_append_printf(out, "%s{\"kernel\": %" PRIu64 ", \"user\": %" PRIu64 "}",
+		g_string_append_printf(out, "%s{\"kernel\": %" PRIu64 ", \"user\": %" PRIu64,
 				       i ? ", " : "",
-				       now.kernel - phase_begin[i].kernel,
-				       now.user - phase_begin[i].user);
+				       t.kernel - phase_begin[i].kernel,
+				       t.user - phase_begin[i].user);
+		g_string_append_printf(out, ", \"idle_ns\": %" PRId64 "}",
+				       vcpu_idle_ns(i, now) - phase_idle_begin[i]);
 	}
 	g_string_append(out, "], \"blocks\": [");
 	g_hash_table_iter_init(&it, blocks);
@@ -221,7 +270,7 @@ static void read_name(unsigned int vcpu, char *name)
 		if (!c)
 			break;
 		/* The name goes into JSON: keep it to a safe alphabet. */
-		name[i] = g_ascii_isalnum(c) || strchr("-_.:/+=,", c) ? c : '_';
+		name[i] = g_ascii_isalnum(c) || strchr("-_.:/+,", c) ? c : '_';
 	}
 	name[i] = '\0';
 	if (!i)
@@ -271,10 +320,15 @@ static void vcpu_mark(unsigned int vcpu, void *udata)
 		goto out;
 	}
 	g_free(phase_begin);
+	g_free(phase_idle_begin);
 	phase_begin = g_new0(struct totals, n);
-	for (int i = 0; i < n; i++)
+	phase_idle_begin = g_new0(int64_t, n);
+	phase_wall_begin = g_get_monotonic_time() * 1000;
+	for (int i = 0; i < n; i++) {
 		phase_begin[i] = i == (int)vcpu ?
 			vcpu_at_mark(vcpu, &s, op, kernel) : *vcpu_totals(i);
+		phase_idle_begin[i] = vcpu_idle_ns(i, phase_wall_begin);
+	}
 	snapshot_blocks();
 	g_strlcpy(phase_name, name, sizeof(phase_name));
 	phase_vcpu = vcpu;
@@ -406,10 +460,13 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 	blocks = g_hash_table_new(block_hash, block_equal);
 	totals = qemu_plugin_scoreboard_new(sizeof(struct totals));
 	regs = qemu_plugin_scoreboard_new(sizeof(struct vcpu_regs));
+	idle = qemu_plugin_scoreboard_new(sizeof(struct idle));
 	out = g_string_new(NULL);
 
 	qemu_plugin_register_vcpu_init_cb(id, vcpu_init);
 	qemu_plugin_register_vcpu_tb_trans_cb(id, vcpu_tb_trans);
+	qemu_plugin_register_vcpu_idle_cb(id, vcpu_idle);
+	qemu_plugin_register_vcpu_resume_cb(id, vcpu_resume);
 	qemu_plugin_register_atexit_cb(id, plugin_exit, NULL);
 	return 0;
 }

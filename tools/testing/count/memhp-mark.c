@@ -13,10 +13,12 @@
  * execute it as a NOP, and without the plugin nothing is counted.
  *
  * With MEMHP_COUNT_SYMS=FILE in the environment, an end appends the
- * kernel's module symbols of that moment to FILE after the marker, under a
- * line "@phase NAME": a module's addresses are its own only while it is
- * loaded, so the report resolves a phase's blocks with the symbols of that
- * phase's end.
+ * kernel's module text symbols of that moment to FILE after the marker,
+ * under a line "@phase NAME": a module's addresses are its own only while
+ * it is loaded, so the report resolves a phase's blocks with the symbols of
+ * that phase's end. When /proc/modules reads as it did at the previous end
+ * (FILE.modules keeps it), the line is "@phase NAME =": the previous
+ * phase's symbols still hold.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +31,8 @@
 #define MARK_BEGIN	1
 #define MARK_END	2
 #define NAME_MAX_LEN	63
+/* The plugin writes names into JSON and the symbol file into lines. */
+#define NAME_CHARS	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.:/+,"
 
 #define MARK_INSN	".byte 0x0f, 0x1f, 0x84, 0x00, 0x4d, 0x48, 0x50, 0x4d\n\t"
 
@@ -37,14 +41,57 @@ static void mark(long op, const char *name)
 	asm volatile(MARK_INSN : : "D"(op), "S"(name) : "memory");
 }
 
+/* The text of small file PATH, NUL-terminated, in BUF; its length or -1. */
+static long read_small(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return -1;
+	n = fread(buf, 1, size - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return n == size - 1 ? -1 : (long)n;
+}
+
+/* Whether the loaded modules and their addresses are those of the last end. */
+static int modules_unchanged(const char *path)
+{
+	static char now[1 << 16], last[1 << 16];
+	char state[4096];
+	long n;
+	FILE *f;
+
+	snprintf(state, sizeof(state), "%s.modules", path);
+	n = read_small("/proc/modules", now, sizeof(now));
+	if (n < 0)
+		return 0;
+	if (read_small(state, last, sizeof(last)) == n && !memcmp(now, last, n))
+		return 1;
+	f = fopen(state, "w");
+	if (f) {
+		fwrite(now, 1, n, f);
+		fclose(f);
+	}
+	return 0;
+}
+
 static int save_module_syms(const char *name)
 {
 	const char *path = getenv("MEMHP_COUNT_SYMS");
-	char line[512];
+	char line[512], type[4];
 	FILE *in, *out;
 
 	if (!path || !*path)
 		return 0;
+	if (modules_unchanged(path)) {
+		out = fopen(path, "a");
+		if (!out)
+			return -1;
+		fprintf(out, "@phase %s =\n", name);
+		return fclose(out) ? -1 : 0;
+	}
 	in = fopen("/proc/kallsyms", "r");
 	out = fopen(path, "a");
 	if (!in || !out) {
@@ -58,7 +105,8 @@ static int save_module_syms(const char *name)
 	}
 	fprintf(out, "@phase %s\n", name);
 	while (fgets(line, sizeof(line), in))
-		if (strchr(line, '['))
+		if (strchr(line, '[') && sscanf(line, "%*s %3s", type) == 1 &&
+		    strchr("tTwW", type[0]))
 			fputs(line, out);
 	fclose(in);
 	return fclose(out) ? -1 : 0;
@@ -99,8 +147,10 @@ static int check_name(const char *name)
 {
 	size_t len = strlen(name);
 
-	if (!len || len > NAME_MAX_LEN) {
-		fprintf(stderr, "memhp-mark: a name has 1 to %d characters\n", NAME_MAX_LEN);
+	if (!len || len > NAME_MAX_LEN ||
+	    strspn(name, NAME_CHARS) != len) {
+		fprintf(stderr, "memhp-mark: a name has 1 to %d characters of [%s]\n",
+			NAME_MAX_LEN, NAME_CHARS);
 		return -1;
 	}
 	return 0;
