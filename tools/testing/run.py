@@ -147,6 +147,8 @@ def append_counts(out):
     by_name = {}
     for ph in rep["phases"]:
         by_name.setdefault(ph["name"], []).append(ph)
+    if not by_name and not (rep["unbalanced_marks"] or rep["bad_marks"] or rep["open_phase"]):
+        return None     # nothing marked (or not applicable on this kernel)
     lines = ["", "### Instruction counts (memhp-count, exact)", "",
              "Guest kernel instructions per marked operation (memhp-vm --count): on the vCPU "
              "that marked it, and on all vCPUs; host wall time under counting. "

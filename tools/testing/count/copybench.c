@@ -18,13 +18,9 @@
 #include <string.h>
 #include <time.h>
 
-#define PAGE		4096
-#define MARK_INSN	".byte 0x0f, 0x1f, 0x84, 0x00, 0x4d, 0x48, 0x50, 0x4d\n\t"
+#include "memhp_mark.h"
 
-static void mark(long op, const char *name)
-{
-	asm volatile(MARK_INSN : : "D"(op), "S"(name) : "memory");
-}
+#define PAGE		4096
 
 static double now_ms(void)
 {
@@ -65,10 +61,10 @@ static double run(const char *name, void (*copy)(char *, const char *), char *ds
 	double t0, t1;
 
 	t0 = now_ms();
-	mark(1, name);
+	memhp_mark(MEMHP_MARK_BEGIN, name);
 	for (size_t off = 0; off < bytes; off += PAGE)
 		copy(dst + off, src + off);
-	mark(2, name);
+	memhp_mark(MEMHP_MARK_END, name);
 	t1 = now_ms();
 	return t1 - t0;
 }

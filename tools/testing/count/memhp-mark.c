@@ -28,18 +28,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define MARK_BEGIN	1
-#define MARK_END	2
-#define NAME_MAX_LEN	63
+#include "memhp_mark.h"
+
+#define MARK_BEGIN	MEMHP_MARK_BEGIN
+#define MARK_END	MEMHP_MARK_END
+#define NAME_MAX_LEN	MEMHP_MARK_NAME_MAX
 /* The plugin writes names into JSON and the symbol file into lines. */
-#define NAME_CHARS	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.:/+,"
-
-#define MARK_INSN	".byte 0x0f, 0x1f, 0x84, 0x00, 0x4d, 0x48, 0x50, 0x4d\n\t"
-
-static void mark(long op, const char *name)
-{
-	asm volatile(MARK_INSN : : "D"(op), "S"(name) : "memory");
-}
+#define NAME_CHARS	MEMHP_MARK_NAME_CHARS
+#define MARK_INSN	MEMHP_MARK_INSN
+#define mark		memhp_mark
 
 /* The text of small file PATH, NUL-terminated, in BUF; its length or -1. */
 static long read_small(const char *path, char *buf, size_t size)

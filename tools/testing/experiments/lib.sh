@@ -25,10 +25,17 @@ ms_since()
 # instructions (memhp-vm --count, make run COUNT=1) the write is a phase of
 # that name (memhp-mark write: opened first, then begin, write, end), so its
 # kernel instructions are counted exactly; otherwise a plain write.
+# With a fourth argument SECS, the write is killed after SECS seconds (an
+# offline retries until a signal).
 marked_write()
 {
+	local t=()
+
+	[ -z "${4:-}" ] || t=(timeout "$4")
 	if [ -n "${MEMHP_COUNT_SYMS:-}" ]; then
-		memhp-mark write "$1" "$2" "$3"
+		"${t[@]}" memhp-mark write "$1" "$2" "$3"
+	elif [ -n "${4:-}" ]; then
+		"${t[@]}" sh -c 'echo "$1" > "$2"' sh "$3" "$2"
 	else
 		echo "$3" > "$2"
 	fi

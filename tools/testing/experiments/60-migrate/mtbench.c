@@ -28,6 +28,8 @@
 #include <linux/mempolicy.h>
 #include <linux/migrate_test.h>
 
+#include "memhp_mark.h"
+
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
 static size_t psz;
@@ -124,8 +126,10 @@ static void mp_move(struct mp *mp, size_t npages, int r, int to)
 	 * cost a lookup only).
 	 */
 	for (tries = 0; tries < 10; tries++) {
+		memhp_mark(MEMHP_MARK_BEGIN, "move_pages");
 		ret = syscall(SYS_move_pages, 0, npages, mp->pages, mp->nodes,
 			      mp->status, MPOL_MF_MOVE);
+		memhp_mark(MEMHP_MARK_END, "move_pages");
 		if (ret < 0)
 			die("move_pages");
 		for (i = 0; i < npages && mp->status[i] == to; i++)
@@ -225,6 +229,7 @@ static void check_nodes(int fd, void *buf, size_t npages, int node)
 
 struct drv {			/* the migrate_test MIGRATE ioctl */
 	unsigned int batch;
+	char phase[32];		/* memhp-count phase: migrate_test-b<batch> */
 	int fd;
 	char *buf;
 	uint64_t hist[MIGRATE_TEST_HIST_BUCKETS];
@@ -233,6 +238,7 @@ struct drv {			/* the migrate_test MIGRATE ioctl */
 static void drv_setup(struct drv *d, size_t npages, unsigned int batch)
 {
 	d->batch = batch;
+	snprintf(d->phase, sizeof(d->phase), "migrate_test-b%u", batch);
 	memset(d->hist, 0, sizeof(d->hist));
 	d->fd = open("/dev/migrate_test", O_RDWR);
 	if (d->fd < 0)
@@ -249,7 +255,7 @@ static void drv_move(struct drv *d, size_t npages, int r, int to)
 	struct migrate_test_stats st0 = { 0 }, st1 = { 0 };
 	struct migrate_test_migrate m;
 	uint64_t t, tt;
-	int i;
+	int i, ret;
 
 	memset(&m, 0, sizeof(m));
 	m.addr = (uintptr_t)d->buf;
@@ -260,9 +266,12 @@ static void drv_move(struct drv *d, size_t npages, int r, int to)
 	if (ioctl(d->fd, MIGRATE_TEST_IOC_STATS, &st0))
 		die("STATS");
 	t = now_ns();
-	if (ioctl(d->fd, MIGRATE_TEST_IOC_MIGRATE, &m))
-		die("MIGRATE");
+	memhp_mark(MEMHP_MARK_BEGIN, d->phase);
+	ret = ioctl(d->fd, MIGRATE_TEST_IOC_MIGRATE, &m);
+	memhp_mark(MEMHP_MARK_END, d->phase);
 	t = now_ns() - t;
+	if (ret)
+		die("MIGRATE");
 	if (ioctl(d->fd, MIGRATE_TEST_IOC_STATS, &st1))
 		die("STATS");
 	if (m.failed) {
