@@ -216,8 +216,8 @@ check-long: setup-check
 
 # The experiments on every kernel of KVERS (RUN_ARGS=--kernels 6.1 for one),
 # side by side with the ratios; writes results/report.md.
-run: setup-check $(if $(filter 0,$(COUNT)),,count)
-	@$(PY) $(TOP)/tools/testing/run.py $(if $(FULL),--full) $(if $(COUNT),--count $(if $(filter 0,$(COUNT)),off,on)) $(RUN_ARGS)
+run: setup-check $(if $(filter-out 0,$(COUNT)),count)
+	@$(PY) $(TOP)/tools/testing/run.py $(if $(FULL),--full) $(if $(filter-out 0,$(COUNT)),--count auto) $(RUN_ARGS)
 
 # Hotplug churn soak (tools/testing/selftests/memhp/soak.sh, 100 operations
 # of it run in `make check`): SOAK_OPS random operations, SOAK_SEED repeats.
@@ -277,8 +277,8 @@ help:
 	@echo '                  FUZZ_RANDOM=5000: CHECK_LONG_ENV); hours on 2 cores'
 	@echo '  make run        experiments in guests on both kernels, side by side with ratios,'
 	@echo '                  results/report.md (RUN_ARGS="--kernels 6.1" for one; "--help");'
-	@echo '                  FULL=1: every experiment at its full repetitions; instruction'
-	@echo '                  counts for the experiments that mark phases (COUNT=0: none)'
+	@echo '                  FULL=1: every experiment at its full repetitions; COUNT=1:'
+	@echo '                  instruction counts of the phases experiments mark (slower)'
 	@echo '  make unit       user-space unit tests of the portable cores only'
 	@echo '  make count      the memhp-count TCG plugin and memhp-mark (instruction counts)'
 	@echo '  make profile CMD=...  count a guest command's instructions per guest function'

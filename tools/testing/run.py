@@ -7,9 +7,12 @@ Each experiment is a directory tools/testing/experiments/<NN-name>/ with:
   guest    (optional) run as root in the guest; MEMHP_TOP and MEMHP_OUT set
   host     (optional) run on the host afterwards; writes MEMHP_OUT/summary.md
            (MEMHP_KVER: the guest's kernel release)
-  count    (optional) says the guest marks phases (memhp-mark): its guest
-           runs with memhp-vm --count and the phases' instruction counts
-           end its summary.md (--count off: never; --count on: every guest)
+  count    (optional) says the guest marks phases (memhp-mark): with
+           --count auto (make run COUNT=1) its guest runs with memhp-vm
+           --count and the phases' instruction counts end its summary.md
+           (--count on: every guest). Off by default: counting changes what
+           the experiments' own timings measure (the marker process, the
+           plugin's cost)
 Every experiment runs on every kernel of `make print-kvers` (Debian's 6.1 and
 6.12; --kernels picks), the kernels one after the other for each experiment,
 so both see the same host load. Results go to results/<release>/<NN-name>/;
@@ -95,7 +98,8 @@ def run_one(name, path, kver, args):
         counting = args.count == "on" or (args.count == "auto" and
                                           os.path.exists(os.path.join(path, "count")))
         count = ["--count", os.path.join(out, "count.json")] if counting else []
-        for stale in ("count.json", "count.json.kallsyms", "count.json.syms"):
+        for stale in ("count.json", "count.json.kallsyms", "count.json.syms",
+                      "count-report.json"):
             if os.path.exists(os.path.join(out, stale)):
                 os.remove(os.path.join(out, stale))
         cmd = [MEMHP_VM, "--timeout", str(args.guest_timeout), "--kernel", kver] + vm_args + \
@@ -393,10 +397,10 @@ def main():
     p.add_argument("--full", action="store_true",
                    help="the long form: every experiment at its full repetitions "
                    "(MEMHP_FULL=1 in every guest and host part; make run FULL=1)")
-    p.add_argument("--count", choices=["auto", "on", "off"], default="auto",
+    p.add_argument("--count", choices=["off", "auto", "on"], default="off",
                    help="count guest instructions (memhp-vm --count, TCG): every phase an "
                    "experiment marks gets an instruction table in its summary; auto: the "
-                   "experiments with a count file (make run COUNT=0: off, COUNT=1: on)")
+                   "experiments with a count file (make run COUNT=1), on: every guest")
     p.add_argument("--report-only", action="store_true",
                    help="no runs: rebuild results/report.md from the results there")
     p.add_argument("--guest-timeout", type=int, default=3600)

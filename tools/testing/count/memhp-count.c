@@ -3,10 +3,10 @@
  * memhp-count: a QEMU TCG plugin that counts guest instructions, exactly.
  *
  * Loaded by memhp-vm --count (qemu -plugin memhp-count.so,out=FILE). It
- * counts every instruction the guest executes, per vCPU, split kernel and
- * user by the address it runs at, and the executions of every translated
- * block, which the host side (memhp-count-report) attributes to the guest
- * kernel's functions with the guest's /proc/kallsyms.
+ * counts every instruction the guest executes, per vCPU and per translated
+ * block's start address (a "slot"), which gives kernel and user totals (by
+ * the address a block runs at) and, on the host side (memhp-count-report),
+ * the guest kernel functions the instructions ran in.
  *
  * Phases: the guest marks the beginning and the end of a phase with a
  * marker instruction (memhp-mark), an eight-byte NOP that real hardware and
@@ -17,39 +17,47 @@
  * with %rdi = 1 (begin) or 2 (end) and %rsi = the guest virtual address of
  * the phase's name (NUL-terminated). For each phase the output gives the
  * instructions executed between the two markers, per vCPU and kernel/user,
- * and the executions of every block in that time.
+ * per slot, the phase's host wall time and each vCPU's halted time.
  *
- * How counts are taken. Each translated block gets two inline operations,
- * run at its entry: add its instruction count to the vCPU's kernel or user
- * total, and add one to the block's execution count. Both live in
- * scoreboards (one slot per vCPU), so counting takes no lock. A marker
- * snapshots the totals and, for a phase's end, the blocks' counts. Two
- * consequences, written here because they decide what "exact" means:
+ * How counts are taken. Every instruction gets an inline operation, run
+ * before it: add one to its slot's counter of the executing vCPU. The
+ * counters of all slots live in one scoreboard entry per vCPU (no lock, no
+ * callback). Counting per instruction, not per block, keeps the count
+ * exact when a block stops early: an access to MMIO (the HPET, the APIC)
+ * from inside a block makes TCG re-execute that instruction alone in a
+ * block without plugin operations and go on in a new block, and a fault
+ * leaves the rest of its block unexecuted; either way only the
+ * instructions that started are counted. An instruction that faults is
+ * counted when it starts and again when it is restarted.
  *
- *  - A block is counted whole when it starts. Interrupts are taken between
- *    blocks under TCG, so they never split one; an exception inside a block
- *    (a page fault, a #UD) counts its instructions after the faulting one.
- *  - The marker's own block is counted at its entry, before the marker ran.
- *    The snapshot at a marker is corrected by the instructions of that block
- *    after the marker (for a begin) or from the marker on (for an end), so
- *    the marking vCPU's phase counts cover exactly the instructions strictly
- *    between the two markers. Other vCPUs are read while they run: their
- *    figures are right to within the block each one is executing.
+ * A marker's own operation runs before its callback (they are injected in
+ * the order registered), so a begin's snapshot includes the begin marker
+ * and an end's excludes the end marker by taking one off: the marking
+ * vCPU's phase counts cover exactly the instructions strictly between the
+ * two markers. A snapshot copies the slot counters of every vCPU; the
+ * totals and the per-slot table of a phase both come from the same two
+ * copies, so they agree. Other vCPUs run while their counters are copied:
+ * their figures are right to within the few instructions they execute
+ * meanwhile. The copies take a few milliseconds, outside the phase's wall
+ * time but inside the guest's own view of time.
  *
- * Time: a phase also records its host wall time and, per vCPU, the time
- * the vCPU was halted (QEMU's idle/resume callbacks), so that time spent
+ * Time: a phase records its host wall time and, per vCPU, the time the
+ * vCPU was halted (QEMU's idle/resume callbacks), so that time spent
  * waiting is told from time spent emulating.
  *
- * Phases do not nest: a begin while a phase is open ends that one first
- * (counted in "unbalanced"). Memory of a translated block's record is kept
- * until QEMU exits; re-translations of the same (address, length) share
- * one record.
+ * Phases do not nest: a begin while a phase is open abandons that phase (it
+ * is written with "complete": false and counted in "unbalanced"); an end
+ * whose name is not the open phase's is counted in "unbalanced" and
+ * ignored. Slots are allocated per block start address until MAX_SLOTS;
+ * blocks beyond share two overflow slots (kernel, user), which the output
+ * names.
  */
 #include <glib.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <qemu-plugin.h>
 
@@ -61,24 +69,19 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define NAME_MAX_LEN	63
 /* Canonical x86-64: the kernel runs in the upper half. */
 #define KERNEL_START	0xffff800000000000ULL
+/* Slots: 0 and 1 take the user and kernel blocks past the last one. */
+#define MAX_SLOTS	1048576u
+#define SLOT_USER_OVERFLOW	0
+#define SLOT_KERNEL_OVERFLOW	1
+#define INLINE_ADD		QEMU_PLUGIN_INLINE_ADD_U64
 
 static const uint8_t mark_bytes[MARK_LEN] = {
 	0x0f, 0x1f, 0x84, 0x00, 0x4d, 0x48, 0x50, 0x4d
 };
 
-/* One per translated (address, length): its executions per vCPU. */
-struct block {
-	uint64_t pc;
-	uint32_t insns;
-	bool kernel;
-	struct qemu_plugin_scoreboard *execs;
-	uint64_t snap;		/* executions (all vCPUs) at the phase's begin */
-};
-
-/* A vCPU's running totals: instructions executed in kernel and in user. */
-struct totals {
-	uint64_t kernel;
-	uint64_t user;
+/* A vCPU's instructions per slot: one scoreboard entry. */
+struct slot_counts {
+	uint64_t insns[MAX_SLOTS];
 };
 
 /*
@@ -90,20 +93,26 @@ struct idle {
 	int64_t total;		/* halted time before that */
 };
 
-/* Where a marker sits: its block's length and its index in the block. */
-struct mark_site {
-	uint32_t tb_insns;
-	uint32_t index;
-};
-
 struct vcpu_regs {
 	struct qemu_plugin_register *rdi;
 	struct qemu_plugin_register *rsi;
 };
 
-static GMutex lock;		/* blocks, phase state, out */
-static GHashTable *blocks;	/* struct block by (pc, insns) */
-static struct qemu_plugin_scoreboard *totals;	/* struct totals */
+/* A snapshot: every vCPU's slot counters and halted time at one moment. */
+struct snapshot {
+	unsigned int nvcpus;
+	unsigned int nslots;
+	uint64_t *insns;	/* [vcpu * nslots + slot] */
+	int64_t *idle_ns;	/* [vcpu] */
+	int64_t wall_ns;
+};
+
+static GMutex lock;		/* slots, phase state, out */
+static GHashTable *slot_of_pc;	/* block start -> slot + 1 */
+static uint64_t slot_pc[MAX_SLOTS];
+static bool slot_kernel[MAX_SLOTS];
+static unsigned int nslots = 2;
+static struct qemu_plugin_scoreboard *counts;	/* struct slot_counts */
 static struct qemu_plugin_scoreboard *regs;	/* struct vcpu_regs */
 static struct qemu_plugin_scoreboard *idle;	/* struct idle */
 static char *out_path;
@@ -116,57 +125,21 @@ static unsigned int bad_marks;
 static bool phase_open;
 static char phase_name[NAME_MAX_LEN + 1];
 static unsigned int phase_vcpu;
-static struct totals *phase_begin;	/* per vCPU */
-static int64_t *phase_idle_begin;	/* per vCPU */
-static int64_t phase_wall_begin;
+static struct snapshot phase_begin;
 
-static guint block_hash(gconstpointer v)
+static uint64_t *vcpu_counts(unsigned int vcpu)
 {
-	const struct block *b = v;
+	struct slot_counts *c = qemu_plugin_scoreboard_find(counts, vcpu);
 
-	return (guint)(b->pc ^ (b->pc >> 32)) ^ b->insns;
-}
-
-static gboolean block_equal(gconstpointer a, gconstpointer b)
-{
-	const struct block *x = a, *y = b;
-
-	return x->pc == y->pc && x->insns == y->insns;
-}
-
-static uint64_t block_execs(struct block *b)
-{
-	return qemu_plugin_u64_sum(qemu_plugin_scoreboard_u64(b->execs));
-}
-
-static struct totals *vcpu_totals(unsigned int vcpu)
-{
-	return qemu_plugin_scoreboard_find(totals, vcpu);
-}
-
-/*
- * The marking vCPU's totals as of the marker: its block was counted whole
- * at entry, so take off the instructions not yet run (begin: those after
- * the marker; end: the marker and those after it).
- */
-static struct totals vcpu_at_mark(unsigned int vcpu, const struct mark_site *site,
-				  int op, bool kernel)
-{
-	struct totals t = *vcpu_totals(vcpu);
-	uint64_t ahead = site->tb_insns - site->index - (op == MARK_BEGIN ? 1 : 0);
-
-	if (kernel)
-		t.kernel -= ahead;
-	else
-		t.user -= ahead;
-	return t;
+	return c->insns;
 }
 
 static int64_t vcpu_idle_ns(unsigned int vcpu, int64_t now)
 {
 	struct idle *d = qemu_plugin_scoreboard_find(idle, vcpu);
-	int64_t since = __atomic_load_n(&d->since, __ATOMIC_ACQUIRE);
+	/* total before since: a period that just ended is missed, never doubled */
 	int64_t total = __atomic_load_n(&d->total, __ATOMIC_ACQUIRE);
+	int64_t since = __atomic_load_n(&d->since, __ATOMIC_ACQUIRE);
 
 	return total + (since ? now - since : 0);
 }
@@ -185,64 +158,88 @@ static void vcpu_resume(qemu_plugin_id_t id, unsigned int vcpu)
 
 	if (!since)
 		return;
-	/* since first: a reader may briefly miss this period, never count it twice */
 	__atomic_store_n(&d->since, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&d->total, d->total + g_get_monotonic_time() * 1000 - since,
 			 __ATOMIC_RELEASE);
 }
 
-static void snapshot_blocks(void)
+/* Take a snapshot (lock held). The wall time is taken last. */
+static void snapshot_take(struct snapshot *sn)
 {
-	GHashTableIter it;
-	gpointer key;
+	unsigned int n = qemu_plugin_num_vcpus();
+	int64_t now = g_get_monotonic_time() * 1000;
 
-	g_hash_table_iter_init(&it, blocks);
-	while (g_hash_table_iter_next(&it, &key, NULL)) {
-		struct block *b = key;
-
-		b->snap = block_execs(b);
+	g_free(sn->insns);
+	g_free(sn->idle_ns);
+	sn->nvcpus = n;
+	sn->nslots = nslots;
+	sn->insns = g_new(uint64_t, (size_t)n * nslots);
+	sn->idle_ns = g_new(int64_t, n);
+	for (unsigned int v = 0; v < n; v++) {
+		memcpy(sn->insns + (size_t)v * nslots, vcpu_counts(v), nslots * sizeof(uint64_t));
+		sn->idle_ns[v] = vcpu_idle_ns(v, now);
 	}
+	sn->wall_ns = g_get_monotonic_time() * 1000;
 }
 
-static void emit_phase_end(unsigned int vcpu, const struct mark_site *site, int op,
-			   bool kernel)
+static uint64_t snap_at(const struct snapshot *sn, unsigned int v, unsigned int slot)
 {
-	int n = qemu_plugin_num_vcpus();
-	int64_t now = g_get_monotonic_time() * 1000;
-	GHashTableIter it;
-	gpointer key;
+	if (v >= sn->nvcpus || slot >= sn->nslots)
+		return 0;
+	return sn->insns[(size_t)v * sn->nslots + slot];
+}
+
+/*
+ * Write the open phase from its begin snapshot to END (lock held).
+ * complete: ended by its own end marker on vcpu, in slot mark_slot, whose
+ * own instruction (counted before its callback) is taken off; else
+ * abandoned by a begin.
+ */
+static void emit_phase(const struct snapshot *end, unsigned int vcpu, bool complete,
+		       unsigned int mark_slot)
+{
+	const struct snapshot *beg = &phase_begin;
+	unsigned int n = end->nvcpus;
+	uint64_t *kernel = g_new0(uint64_t, n), *user = g_new0(uint64_t, n);
 	bool first = true;
 
 	if (nr_phases)
 		g_string_append(out, ",\n");
-	g_string_append_printf(out, "{\"name\": \"%s\", ", phase_name);
+	g_string_append_printf(out, "{\"name\": \"%s\", \"complete\": %s, ", phase_name,
+			       complete ? "true" : "false");
 	g_string_append_printf(out, "\"begin_vcpu\": %u, \"end_vcpu\": %u, ", phase_vcpu, vcpu);
-	g_string_append_printf(out, "\"wall_ns\": %" PRId64 ", ", now - phase_wall_begin);
-	g_string_append(out, "\"vcpus\": [");
-	for (int i = 0; i < n; i++) {
-		struct totals t = i == (int)vcpu ?
-			vcpu_at_mark(vcpu, site, op, kernel) : *vcpu_totals(i);
+	g_string_append_printf(out, "\"wall_ns\": %" PRId64 ", \"blocks\": [",
+			       end->wall_ns - beg->wall_ns);
+	for (unsigned int s = 0; s < end->nslots; s++) {
+		uint64_t sum = 0;
 
-		g_string_append_printf(out, "%s{\"kernel\": %" PRIu64 ", \"user\": %" PRIu64,
-				       i ? ", " : "",
-				       t.kernel - phase_begin[i].kernel,
-				       t.user - phase_begin[i].user);
-		g_string_append_printf(out, ", \"idle_ns\": %" PRId64 "}",
-				       vcpu_idle_ns(i, now) - phase_idle_begin[i]);
-	}
-	g_string_append(out, "], \"blocks\": [");
-	g_hash_table_iter_init(&it, blocks);
-	while (g_hash_table_iter_next(&it, &key, NULL)) {
-		struct block *b = key;
-		uint64_t d = block_execs(b) - b->snap;
+		for (unsigned int v = 0; v < n; v++) {
+			uint64_t d = snap_at(end, v, s) - snap_at(beg, v, s);
 
-		if (!d)
+			if (complete && v == vcpu && s == mark_slot && d)
+				d--;
+			if (slot_kernel[s])
+				kernel[v] += d;
+			else
+				user[v] += d;
+			sum += d;
+		}
+		if (!sum)
 			continue;
-		g_string_append_printf(out, "%s[%" PRIu64 ", %u, %" PRIu64 "]",
-				       first ? "" : ", ", b->pc, b->insns, d);
+		g_string_append_printf(out, "%s[%" PRIu64 ", %" PRIu64 "]", first ? "" : ", ",
+				       slot_pc[s], sum);
 		first = false;
 	}
+	g_string_append(out, "], \"vcpus\": [");
+	for (unsigned int v = 0; v < n; v++) {
+		g_string_append_printf(out, "%s{\"kernel\": %" PRIu64 ", \"user\": %" PRIu64,
+				       v ? ", " : "", kernel[v], user[v]);
+		g_string_append_printf(out, ", \"idle_ns\": %" PRId64 "}",
+				       end->idle_ns[v] - (v < beg->nvcpus ? beg->idle_ns[v] : 0));
+	}
 	g_string_append(out, "]}");
+	g_free(kernel);
+	g_free(user);
 	nr_phases++;
 	phase_open = false;
 }
@@ -291,12 +288,10 @@ static int read_op(unsigned int vcpu)
 
 static void vcpu_mark(unsigned int vcpu, void *udata)
 {
-	const struct mark_site *site = udata;
-	int n = qemu_plugin_num_vcpus();
+	unsigned int slot = GPOINTER_TO_UINT(udata);
 	char name[NAME_MAX_LEN + 1];
+	struct snapshot now = { 0 };
 	int op = read_op(vcpu);
-	bool kernel = site->index & 0x80000000u;
-	struct mark_site s = { site->tb_insns, site->index & 0x7fffffffu };
 
 	if (!op) {
 		g_mutex_lock(&lock);
@@ -307,84 +302,79 @@ static void vcpu_mark(unsigned int vcpu, void *udata)
 	read_name(vcpu, name);
 
 	g_mutex_lock(&lock);
-	if (op == MARK_END && (!phase_open || strcmp(name, phase_name))) {
-		unbalanced++;
-		goto out;
-	}
-	if (op == MARK_BEGIN && phase_open) {
-		unbalanced++;
-		emit_phase_end(vcpu, &s, MARK_BEGIN, kernel);
-	}
 	if (op == MARK_END) {
-		emit_phase_end(vcpu, &s, op, kernel);
+		if (!phase_open || strcmp(name, phase_name)) {
+			unbalanced++;
+		} else {
+			snapshot_take(&now);
+			emit_phase(&now, vcpu, true, slot);
+		}
 		goto out;
 	}
-	g_free(phase_begin);
-	g_free(phase_idle_begin);
-	phase_begin = g_new0(struct totals, n);
-	phase_idle_begin = g_new0(int64_t, n);
-	phase_wall_begin = g_get_monotonic_time() * 1000;
-	for (int i = 0; i < n; i++) {
-		phase_begin[i] = i == (int)vcpu ?
-			vcpu_at_mark(vcpu, &s, op, kernel) : *vcpu_totals(i);
-		phase_idle_begin[i] = vcpu_idle_ns(i, phase_wall_begin);
+	snapshot_take(&now);
+	if (phase_open) {
+		unbalanced++;
+		emit_phase(&now, vcpu, false, slot);
 	}
-	snapshot_blocks();
+	/* The new phase begins after this marker, which now counted. */
+	g_free(phase_begin.insns);
+	g_free(phase_begin.idle_ns);
+	phase_begin = now;
+	now.insns = NULL;
+	now.idle_ns = NULL;
 	g_strlcpy(phase_name, name, sizeof(phase_name));
 	phase_vcpu = vcpu;
 	phase_open = true;
 out:
+	g_free(now.insns);
+	g_free(now.idle_ns);
 	g_mutex_unlock(&lock);
 }
 
-static struct block *get_block(uint64_t pc, uint32_t insns)
+/* The slot of a block starting at pc: its own, or an overflow slot. */
+static unsigned int get_slot(uint64_t pc)
 {
-	struct block key = { .pc = pc, .insns = insns }, *b;
+	bool kernel = pc >= KERNEL_START;
+	unsigned int slot;
+	gpointer v;
 
 	g_mutex_lock(&lock);
-	b = g_hash_table_lookup(blocks, &key);
-	if (!b) {
-		b = g_new0(struct block, 1);
-		b->pc = pc;
-		b->insns = insns;
-		b->kernel = pc >= KERNEL_START;
-		b->execs = qemu_plugin_scoreboard_new(sizeof(uint64_t));
-		g_hash_table_insert(blocks, b, b);
+	v = g_hash_table_lookup(slot_of_pc, (gpointer)(uintptr_t)pc);
+	if (v) {
+		slot = GPOINTER_TO_UINT(v) - 1;
+	} else if (nslots < MAX_SLOTS) {
+		slot = nslots;
+		slot_pc[slot] = pc;
+		slot_kernel[slot] = kernel;
+		/* published under the lock, which snapshot_take() holds */
+		nslots++;
+		g_hash_table_insert(slot_of_pc, (gpointer)(uintptr_t)pc,
+				    GUINT_TO_POINTER(slot + 1));
+	} else {
+		slot = kernel ? SLOT_KERNEL_OVERFLOW : SLOT_USER_OVERFLOW;
 	}
 	g_mutex_unlock(&lock);
-	return b;
+	return slot;
 }
 
 static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	size_t n = qemu_plugin_tb_n_insns(tb);
-	uint64_t pc = qemu_plugin_tb_vaddr(tb);
-	struct block *b = get_block(pc, n);
-	qemu_plugin_u64 t = qemu_plugin_scoreboard_u64_in_struct(totals, struct totals,
-								 kernel);
-
-	if (!b->kernel)
-		t = qemu_plugin_scoreboard_u64_in_struct(totals, struct totals, user);
-	qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(tb, QEMU_PLUGIN_INLINE_ADD_U64,
-							  t, n);
-	qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(tb, QEMU_PLUGIN_INLINE_ADD_U64,
-							  qemu_plugin_scoreboard_u64(b->execs), 1);
+	unsigned int slot = get_slot(qemu_plugin_tb_vaddr(tb));
+	qemu_plugin_u64 entry = { counts, slot * sizeof(uint64_t) };
 
 	for (size_t i = 0; i < n; i++) {
 		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
 		uint8_t bytes[MARK_LEN];
-		struct mark_site *site;
 
+		/* First the count, then (for a marker) the callback. */
+		qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(insn, INLINE_ADD, entry, 1);
 		if (qemu_plugin_insn_size(insn) != MARK_LEN ||
 		    qemu_plugin_insn_data(insn, bytes, MARK_LEN) != MARK_LEN ||
 		    memcmp(bytes, mark_bytes, MARK_LEN))
 			continue;
-		/* Kept for the life of QEMU: a block's callbacks may run at any time. */
-		site = g_new0(struct mark_site, 1);
-		site->tb_insns = n;
-		site->index = i | (b->kernel ? 0x80000000u : 0);
 		qemu_plugin_register_vcpu_insn_exec_cb(insn, vcpu_mark, QEMU_PLUGIN_CB_R_REGS,
-						       site);
+						       GUINT_TO_POINTER(slot));
 	}
 }
 
@@ -403,38 +393,58 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned int vcpu)
 	}
 }
 
+/*
+ * The counts, written whole or not at all: to FILE.tmp, renamed to FILE
+ * once complete (memhp-vm fails a run whose FILE is missing).
+ */
 static void plugin_exit(qemu_plugin_id_t id, void *p)
 {
-	int n = qemu_plugin_num_vcpus();
+	unsigned int n = qemu_plugin_num_vcpus();
+	uint64_t overflow[2] = { 0, 0 };
+	char *tmp;
+	bool ok;
 	FILE *f;
 
+	tmp = g_strdup_printf("%s.tmp", out_path);
 	g_mutex_lock(&lock);
-	f = fopen(out_path, "w");
+	f = fopen(tmp, "w");
 	if (!f) {
-		g_autofree char *msg = g_strdup_printf("memhp-count: cannot write %s\n", out_path);
-
-		qemu_plugin_outs(msg);
+		fprintf(stderr, "memhp-count: cannot write %s\n", tmp);
 		goto unlock;
 	}
-	fprintf(f, "{\"format\": \"memhp-count 1\", \"kernel_start\": %llu, \"vcpus\": [",
+	fprintf(f, "{\"format\": \"memhp-count 2\", \"kernel_start\": %llu, \"vcpus\": [",
 		KERNEL_START);
-	for (int i = 0; i < n; i++)
-		fprintf(f, "%s{\"kernel\": %" PRIu64 ", \"user\": %" PRIu64 "}", i ? ", " : "",
-			vcpu_totals(i)->kernel, vcpu_totals(i)->user);
-	fprintf(f, "],\n \"translated_blocks\": %u, ", g_hash_table_size(blocks));
+	for (unsigned int v = 0; v < n; v++) {
+		uint64_t *c = vcpu_counts(v), k = 0, u = 0;
+
+		for (unsigned int s = 0; s < nslots; s++) {
+			if (slot_kernel[s])
+				k += c[s];
+			else
+				u += c[s];
+		}
+		overflow[0] += c[SLOT_USER_OVERFLOW];
+		overflow[1] += c[SLOT_KERNEL_OVERFLOW];
+		fprintf(f, "%s{\"kernel\": %" PRIu64 ", \"user\": %" PRIu64 "}",
+			v ? ", " : "", k, u);
+	}
+	fprintf(f, "],\n \"slots\": %u, \"max_slots\": %u, ", nslots, MAX_SLOTS);
+	fprintf(f, "\"overflow_insns\": {\"user\": %" PRIu64 ", \"kernel\": %" PRIu64 "}, ",
+		overflow[0], overflow[1]);
 	if (phase_open)
 		fprintf(f, "\"open_phase\": \"%s\", ", phase_name);
 	else
 		fprintf(f, "\"open_phase\": null, ");
 	fprintf(f, "\"unbalanced_marks\": %u, \"bad_marks\": %u,\n", unbalanced, bad_marks);
 	fprintf(f, " \"phases\": [\n%s\n]}\n", out->str);
-	if (fclose(f)) {
-		g_autofree char *msg = g_strdup_printf("memhp-count: error writing %s\n", out_path);
-
-		qemu_plugin_outs(msg);
+	ok = !ferror(f);
+	if (fclose(f) || !ok || rename(tmp, out_path)) {
+		fprintf(stderr, "memhp-count: error writing %s\n", out_path);
+		unlink(tmp);
 	}
 unlock:
 	g_mutex_unlock(&lock);
+	g_free(tmp);
 }
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
@@ -457,8 +467,9 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 		fprintf(stderr, "memhp-count: x86_64 guests only, not %s\n", info->target_name);
 		return -1;
 	}
-	blocks = g_hash_table_new(block_hash, block_equal);
-	totals = qemu_plugin_scoreboard_new(sizeof(struct totals));
+	slot_of_pc = g_hash_table_new(g_direct_hash, g_direct_equal);
+	slot_kernel[SLOT_KERNEL_OVERFLOW] = true;
+	counts = qemu_plugin_scoreboard_new(sizeof(struct slot_counts));
 	regs = qemu_plugin_scoreboard_new(sizeof(struct vcpu_regs));
 	idle = qemu_plugin_scoreboard_new(sizeof(struct idle));
 	out = g_string_new(NULL);

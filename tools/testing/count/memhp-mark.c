@@ -3,10 +3,13 @@
  * memhp-mark: marks phases for the memhp-count TCG plugin, in a guest.
  *
  *   memhp-mark begin NAME | end NAME
- *   memhp-mark write NAME FILE VALUE	open FILE, then begin, write, end
+ *   memhp-mark write NAME FILE VALUE	open FILE, then begin, write(2)
+ *					(the bare system call), end
  *   memhp-mark run NAME -- CMD...	begin, run CMD and wait, end
  *   memhp-mark selftest N		begin, a loop of N iterations, end;
  *					prints the instructions in between
+ *   memhp-mark syms			save the module symbols now (for
+ *					phases a program marks itself)
  *
  * The marker is an eight-byte NOP (nopl 0x4d50484d(%rax,%rax,1)) with the
  * operation in %rdi and the name's address in %rsi; real hardware and KVM
@@ -25,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,67 +56,91 @@ static long read_small(const char *path, char *buf, size_t size)
 	return n == size - 1 ? -1 : (long)n;
 }
 
-/* Whether the loaded modules and their addresses are those of the last end. */
-static int modules_unchanged(const char *path)
+/*
+ * Whether the loaded modules and their addresses read as in FILE.modules
+ * (the last dump's); *now gets /proc/modules for modules_record().
+ */
+static long modules_read(const char *path, char *state, size_t state_len, char *now,
+			 size_t now_len, int *unchanged)
 {
-	static char now[1 << 16], last[1 << 16];
-	char state[4096];
+	static char last[1 << 16];
 	long n;
-	FILE *f;
 
-	snprintf(state, sizeof(state), "%s.modules", path);
-	n = read_small("/proc/modules", now, sizeof(now));
-	if (n < 0)
-		return 0;
-	if (read_small(state, last, sizeof(last)) == n && !memcmp(now, last, n))
-		return 1;
-	f = fopen(state, "w");
-	if (f) {
-		fwrite(now, 1, n, f);
-		fclose(f);
-	}
-	return 0;
+	snprintf(state, state_len, "%s.modules", path);
+	n = read_small("/proc/modules", now, now_len);
+	*unchanged = n >= 0 && read_small(state, last, sizeof(last)) == n &&
+		     !memcmp(now, last, n);
+	return n;
 }
 
-static int save_module_syms(const char *name)
+/* Append the kernel's module text symbols to OUT. */
+static int dump_module_syms(FILE *out)
 {
-	const char *path = getenv("MEMHP_COUNT_SYMS");
 	char line[512], type[4];
-	FILE *in, *out;
+	FILE *in = fopen("/proc/kallsyms", "r");
 
-	if (!path || !*path)
-		return 0;
-	if (modules_unchanged(path)) {
-		out = fopen(path, "a");
-		if (!out)
-			return -1;
-		fprintf(out, "@phase %s =\n", name);
-		return fclose(out) ? -1 : 0;
-	}
-	in = fopen("/proc/kallsyms", "r");
-	out = fopen(path, "a");
-	if (!in || !out) {
-		fprintf(stderr, "memhp-mark: %s: %s\n", in ? path : "/proc/kallsyms",
-			strerror(errno));
-		if (in)
-			fclose(in);
-		if (out)
-			fclose(out);
+	if (!in) {
+		fprintf(stderr, "memhp-mark: /proc/kallsyms: %s\n", strerror(errno));
 		return -1;
 	}
-	fprintf(out, "@phase %s\n", name);
 	while (fgets(line, sizeof(line), in))
 		if (strchr(line, '[') && sscanf(line, "%*s %3s", type) == 1 &&
 		    strchr("tTwW", type[0]))
 			fputs(line, out);
 	fclose(in);
-	return fclose(out) ? -1 : 0;
+	return 0;
+}
+
+/*
+ * After an end: "@phase NAME" and the module symbols, or "@phase NAME ="
+ * when the modules are those of the last dump. syms: "@snapshot" and the
+ * symbols, always (for phases that a program marks itself).
+ */
+static int save_module_syms(const char *header, const char *name)
+{
+	const char *path = getenv("MEMHP_COUNT_SYMS");
+	static char now[1 << 16];
+	char state[4096];
+	int unchanged, ret;
+	long n;
+	FILE *out;
+
+	if (!path || !*path)
+		return 0;
+	n = modules_read(path, state, sizeof(state), now, sizeof(now), &unchanged);
+	out = fopen(path, "a");
+	if (!out) {
+		fprintf(stderr, "memhp-mark: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	if (name && unchanged) {
+		fprintf(out, "%s %s =\n", header, name);
+		return fclose(out) ? -1 : 0;
+	}
+	if (name)
+		fprintf(out, "%s %s\n", header, name);
+	else
+		fprintf(out, "%s\n", header);
+	ret = dump_module_syms(out);
+	if (fclose(out))
+		ret = -1;
+	if (!ret && n >= 0) {
+		/* Recorded only once the dump is complete. */
+		out = fopen(state, "w");
+		if (out) {
+			fwrite(now, 1, n, out);
+			fclose(out);
+		}
+	}
+	return ret;
 }
 
 static int end(const char *name)
 {
 	mark(MARK_END, name);
-	return save_module_syms(name);
+	if (save_module_syms("@phase", name))
+		fprintf(stderr, "memhp-mark: warning: module symbols of %s not saved\n", name);
+	return 0;
 }
 
 /* N iterations of dec/jnz between the markers: 2 * N + 3 instructions. */
@@ -136,7 +164,7 @@ static unsigned long marked_loop(unsigned long n)
 static int print_usage(void)
 {
 	fprintf(stderr, "usage: memhp-mark begin NAME | end NAME | write NAME FILE VALUE |\n"
-		"       run NAME -- CMD... | selftest N\n");
+		"       run NAME -- CMD... | selftest N | syms\n");
 	return 2;
 }
 
@@ -164,11 +192,14 @@ static int do_write(const char *name, const char *file, const char *value)
 		fprintf(stderr, "memhp-mark: %s: %s\n", file, strerror(errno));
 		return 1;
 	}
+	/* Nothing but the system call between the markers: no libc, no PLT. */
 	mark(MARK_BEGIN, name);
-	ret = write(fd, value, len);
-	err = errno;
-	if (end(name))
-		return 1;
+	asm volatile("syscall" : "=a"(ret) : "0"((long)SYS_write), "D"((long)fd), "S"(value),
+		     "d"(len) : "rcx", "r11", "memory");
+	mark(MARK_END, name);
+	err = ret < 0 ? (int)-ret : 0;
+	if (save_module_syms("@phase", name))
+		fprintf(stderr, "memhp-mark: warning: module symbols of %s not saved\n", name);
 	close(fd);
 	if (ret != (ssize_t)len) {
 		fprintf(stderr, "memhp-mark: write %s to %s: %s\n", value, file,
@@ -180,8 +211,8 @@ static int do_write(const char *name, const char *file, const char *value)
 
 static int do_run(const char *name, char **argv)
 {
-	int status;
-	pid_t pid;
+	int status, err;
+	pid_t pid, w;
 
 	mark(MARK_BEGIN, name);
 	pid = fork();
@@ -195,10 +226,14 @@ static int do_run(const char *name, char **argv)
 		fprintf(stderr, "memhp-mark: %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
 		;
-	if (end(name))
+	err = errno;
+	end(name);
+	if (w < 0) {
+		fprintf(stderr, "memhp-mark: waitpid: %s\n", strerror(err));
 		return 1;
+	}
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -215,6 +250,8 @@ int main(int argc, char **argv)
 		printf("%lu\n", marked_loop(n));
 		return 0;
 	}
+	if (argc == 2 && !strcmp(argv[1], "syms"))
+		return save_module_syms("@snapshot", NULL) ? 1 : 0;
 	if (argc < 3)
 		return print_usage();
 	if (check_name(argv[2]))
@@ -224,7 +261,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc == 3 && !strcmp(argv[1], "end"))
-		return end(argv[2]) ? 1 : 0;
+		return end(argv[2]);
 	if (argc == 5 && !strcmp(argv[1], "write"))
 		return do_write(argv[2], argv[3], argv[4]);
 	if (argc >= 5 && !strcmp(argv[1], "run") && !strcmp(argv[3], "--"))
