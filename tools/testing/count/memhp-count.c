@@ -37,9 +37,9 @@
  * two markers. A snapshot copies the slot counters of every vCPU; the
  * totals and the per-slot table of a phase both come from the same two
  * copies, so they agree. Other vCPUs run while their counters are copied:
- * their figures are right to within the few instructions they execute
- * meanwhile. The copies take a few milliseconds, outside the phase's wall
- * time but inside the guest's own view of time.
+ * their figures are right to within what they execute meanwhile (a copy
+ * takes up to a millisecond or two). The copies are outside the phase's
+ * wall and halted times but inside the guest's own view of time.
  *
  * Time: a phase records its host wall time and, per vCPU, the time the
  * vCPU was halted (QEMU's idle/resume callbacks), so that time spent
@@ -48,9 +48,9 @@
  * Phases do not nest: a begin while a phase is open abandons that phase (it
  * is written with "complete": false and counted in "unbalanced"); an end
  * whose name is not the open phase's is counted in "unbalanced" and
- * ignored. Slots are allocated per block start address until MAX_SLOTS;
- * blocks beyond share two overflow slots (kernel, user), which the output
- * names.
+ * ignored. Kernel slots are allocated per block start address until
+ * MAX_SLOTS; kernel blocks beyond share an overflow slot, which the output
+ * names. All user instructions share one slot.
  */
 #include <glib.h>
 #include <inttypes.h>
@@ -70,9 +70,18 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 /* Canonical x86-64: the kernel runs in the upper half. */
 #define KERNEL_START	0xffff800000000000ULL
 /* Slots: 0 and 1 take the user and kernel blocks past the last one. */
-#define MAX_SLOTS	1048576u
-#define SLOT_USER_OVERFLOW	0
+/*
+ * Slot 0 takes every user instruction (user code is not resolved to
+ * functions, and a slot per user address would let every new process's
+ * randomised addresses use the table up); slot 1 the kernel blocks past
+ * the last slot. A vCPU's counters are MAX_SLOTS * 8 bytes (2 MiB);
+ * QEMU allocates 16 vCPUs' worth at first (32 MiB, zeroed).
+ */
+#define MAX_SLOTS	262144u
+#define SLOT_USER	0
 #define SLOT_KERNEL_OVERFLOW	1
+/* QEMU computes cpu_index * element size in 32 bits: 2 MiB * 1024 fits. */
+#define MAX_VCPUS	1024
 #define INLINE_ADD		QEMU_PLUGIN_INLINE_ADD_U64
 
 static const uint8_t mark_bytes[MARK_LEN] = {
@@ -137,10 +146,16 @@ static uint64_t *vcpu_counts(unsigned int vcpu)
 static int64_t vcpu_idle_ns(unsigned int vcpu, int64_t now)
 {
 	struct idle *d = qemu_plugin_scoreboard_find(idle, vcpu);
-	/* total before since: a period that just ended is missed, never doubled */
-	int64_t total = __atomic_load_n(&d->total, __ATOMIC_ACQUIRE);
-	int64_t since = __atomic_load_n(&d->since, __ATOMIC_ACQUIRE);
+	int64_t since, total;
 
+	/*
+	 * since, total, since again: a resume or halt between the two reads
+	 * of since (which changes it) makes the pair inconsistent; read again.
+	 */
+	do {
+		since = __atomic_load_n(&d->since, __ATOMIC_ACQUIRE);
+		total = __atomic_load_n(&d->total, __ATOMIC_ACQUIRE);
+	} while (__atomic_load_n(&d->since, __ATOMIC_ACQUIRE) != since);
 	return total + (since ? now - since : 0);
 }
 
@@ -163,11 +178,24 @@ static void vcpu_resume(qemu_plugin_id_t id, unsigned int vcpu)
 			 __ATOMIC_RELEASE);
 }
 
-/* Take a snapshot (lock held). The wall time is taken last. */
-static void snapshot_take(struct snapshot *sn)
+/* The phase's clock: host wall time and every vCPU's halted time. */
+static void snapshot_stamp(struct snapshot *sn)
+{
+	int64_t now = g_get_monotonic_time() * 1000;
+
+	for (unsigned int v = 0; v < sn->nvcpus; v++)
+		sn->idle_ns[v] = vcpu_idle_ns(v, now);
+	sn->wall_ns = now;
+}
+
+/*
+ * Take a snapshot (lock held): every vCPU's counters, read one by one
+ * (other vCPUs store to them meanwhile), and the clock: before the copy
+ * for an end, after it for a begin, so no phase's time holds a copy.
+ */
+static void snapshot_take(struct snapshot *sn, bool end)
 {
 	unsigned int n = qemu_plugin_num_vcpus();
-	int64_t now = g_get_monotonic_time() * 1000;
 
 	g_free(sn->insns);
 	g_free(sn->idle_ns);
@@ -175,11 +203,17 @@ static void snapshot_take(struct snapshot *sn)
 	sn->nslots = nslots;
 	sn->insns = g_new(uint64_t, (size_t)n * nslots);
 	sn->idle_ns = g_new(int64_t, n);
+	if (end)
+		snapshot_stamp(sn);
 	for (unsigned int v = 0; v < n; v++) {
-		memcpy(sn->insns + (size_t)v * nslots, vcpu_counts(v), nslots * sizeof(uint64_t));
-		sn->idle_ns[v] = vcpu_idle_ns(v, now);
+		const uint64_t *c = vcpu_counts(v);
+		uint64_t *dst = sn->insns + (size_t)v * nslots;
+
+		for (unsigned int i = 0; i < nslots; i++)
+			dst[i] = __atomic_load_n(&c[i], __ATOMIC_RELAXED);
 	}
-	sn->wall_ns = g_get_monotonic_time() * 1000;
+	if (!end)
+		snapshot_stamp(sn);
 }
 
 static uint64_t snap_at(const struct snapshot *sn, unsigned int v, unsigned int slot)
@@ -306,15 +340,17 @@ static void vcpu_mark(unsigned int vcpu, void *udata)
 		if (!phase_open || strcmp(name, phase_name)) {
 			unbalanced++;
 		} else {
-			snapshot_take(&now);
+			snapshot_take(&now, true);
 			emit_phase(&now, vcpu, true, slot);
 		}
 		goto out;
 	}
-	snapshot_take(&now);
+	snapshot_take(&now, false);
 	if (phase_open) {
 		unbalanced++;
 		emit_phase(&now, vcpu, false, slot);
+		/* the new phase's clock starts after that */
+		snapshot_stamp(&now);
 	}
 	/* The new phase begins after this marker, which now counted. */
 	g_free(phase_begin.insns);
@@ -334,10 +370,11 @@ out:
 /* The slot of a block starting at pc: its own, or an overflow slot. */
 static unsigned int get_slot(uint64_t pc)
 {
-	bool kernel = pc >= KERNEL_START;
 	unsigned int slot;
 	gpointer v;
 
+	if (pc < KERNEL_START)
+		return SLOT_USER;
 	g_mutex_lock(&lock);
 	v = g_hash_table_lookup(slot_of_pc, (gpointer)(uintptr_t)pc);
 	if (v) {
@@ -345,13 +382,13 @@ static unsigned int get_slot(uint64_t pc)
 	} else if (nslots < MAX_SLOTS) {
 		slot = nslots;
 		slot_pc[slot] = pc;
-		slot_kernel[slot] = kernel;
+		slot_kernel[slot] = true;
 		/* published under the lock, which snapshot_take() holds */
 		nslots++;
 		g_hash_table_insert(slot_of_pc, (gpointer)(uintptr_t)pc,
 				    GUINT_TO_POINTER(slot + 1));
 	} else {
-		slot = kernel ? SLOT_KERNEL_OVERFLOW : SLOT_USER_OVERFLOW;
+		slot = SLOT_KERNEL_OVERFLOW;
 	}
 	g_mutex_unlock(&lock);
 	return slot;
@@ -400,7 +437,7 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned int vcpu)
 static void plugin_exit(qemu_plugin_id_t id, void *p)
 {
 	unsigned int n = qemu_plugin_num_vcpus();
-	uint64_t overflow[2] = { 0, 0 };
+	uint64_t overflow[2] = { 0, 0 };	/* user: none, all in slot 0 */
 	char *tmp;
 	bool ok;
 	FILE *f;
@@ -423,7 +460,6 @@ static void plugin_exit(qemu_plugin_id_t id, void *p)
 			else
 				u += c[s];
 		}
-		overflow[0] += c[SLOT_USER_OVERFLOW];
 		overflow[1] += c[SLOT_KERNEL_OVERFLOW];
 		fprintf(f, "%s{\"kernel\": %" PRIu64 ", \"user\": %" PRIu64 "}",
 			v ? ", " : "", k, u);
@@ -463,11 +499,19 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 		fprintf(stderr, "memhp-count: out=FILE is required\n");
 		return -1;
 	}
+	if (info->system_emulation && info->system.max_vcpus > MAX_VCPUS) {
+		fprintf(stderr, "memhp-count: at most %d vCPUs, not %d\n", MAX_VCPUS,
+			info->system.max_vcpus);
+		return -1;
+	}
 	if (strcmp(info->target_name, "x86_64")) {
 		fprintf(stderr, "memhp-count: x86_64 guests only, not %s\n", info->target_name);
 		return -1;
 	}
 	slot_of_pc = g_hash_table_new(g_direct_hash, g_direct_equal);
+	/* The output's names for the two shared slots (no real block starts there). */
+	slot_pc[SLOT_USER] = 0;
+	slot_pc[SLOT_KERNEL_OVERFLOW] = 1;
 	slot_kernel[SLOT_KERNEL_OVERFLOW] = true;
 	counts = qemu_plugin_scoreboard_new(sizeof(struct slot_counts));
 	regs = qemu_plugin_scoreboard_new(sizeof(struct vcpu_regs));

@@ -23,7 +23,9 @@
  * (FILE.modules keeps it), the line is "@phase NAME =": the previous
  * phase's symbols still hold.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,6 +183,23 @@ static int check_name(const char *name)
 	return 0;
 }
 
+/*
+ * Stay on this CPU, so that both markers of a phase run on one vCPU and
+ * its figures are that vCPU's (the scheduler could move the process away
+ * and back between them). Best effort: a failure leaves it unpinned.
+ */
+static void pin_here(void)
+{
+	int cpu = sched_getcpu();
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
 static int do_write(const char *name, const char *file, const char *value)
 {
 	size_t len = strlen(value);
@@ -192,6 +211,7 @@ static int do_write(const char *name, const char *file, const char *value)
 		fprintf(stderr, "memhp-mark: %s: %s\n", file, strerror(errno));
 		return 1;
 	}
+	pin_here();
 	/* Nothing but the system call between the markers: no libc, no PLT. */
 	mark(MARK_BEGIN, name);
 	asm volatile("syscall" : "=a"(ret) : "0"((long)SYS_write), "D"((long)fd), "S"(value),
