@@ -192,7 +192,17 @@ if command -v bpftrace > /dev/null; then
 	kill -INT $bt
 	# Bounded: bpftrace still attaching ignores SIGINT (its first start
 	# on 6.12 under TCG took 77 s on a loaded host).
-	wait_for 120 eval '! kill -0 $bt 2>/dev/null' || kill -KILL $bt
+	if ! wait_for 120 eval '! kill -0 $bt 2>/dev/null'; then
+		# Why it did not exit: its state, signal masks, kernel stack
+		# and threads (Documentation/known-issues.rst).
+		ktap_print_msg "bpftrace still running 120 s after SIGINT:" \
+			"$(grep -E '^(State|SigBlk|SigIgn|SigCgt|Threads):' /proc/$bt/status | tr '\t\n' '  ')"
+		for t in /proc/$bt/task/*; do
+			ktap_print_msg "  task ${t##*/} $(cat "$t/comm") wchan $(cat "$t/wchan"):" \
+				"$(tr '\n' ' ' < "$t/stack" 2>/dev/null | cut -c1-300)"
+		done
+		kill -KILL $bt
+	fi
 	wait $bt
 	bt=
 	sed 's/^/# /' "$tmp/bt" | head -40
