@@ -281,7 +281,7 @@ help:
 	@echo '                  instruction counts of the phases experiments mark (slower)'
 	@echo '  make unit       user-space unit tests of the portable cores only'
 	@echo '  make count      the memhp-count TCG plugin and memhp-mark (instruction counts)'
-	@echo '  make profile CMD=...  count a guest command's instructions per guest function'
+	@echo '  make profile CMD=...  count the instructions of a guest command, per function'
 	@echo '                  (VM_ARGS="--kernel 6.12"; PROFILE_ARGS="--top 40")'
 	@echo '  make soak       hotplug churn soak in a guest (SOAK_OPS=1000, SOAK_SEED=)'
 	@echo '  make check-debug  selftests on a KASAN/lockdep/kmemleak kernel (builds it once)'
