@@ -90,10 +90,8 @@ if ! tbpo_configured; then
 	missing+=("apt source trixie-backports ($TBPO_LIST, pin $TBPO_PIN in $TBPO_PREF)")
 	if [ "$check_only" = 0 ]; then
 		if [ ! -f "$TBPO_LIST" ]; then
-			uri=$(sed -n 's/^URIs:[[:space:]]*//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)
-			echo "setup: adding trixie-backports to apt ($TBPO_LIST, mirror ${uri:-http://deb.debian.org/debian})"
-			printf 'Types: deb\nURIs: %s\nSuites: trixie-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-				"${uri:-http://deb.debian.org/debian}" | $sudo_cmd tee "$TBPO_LIST" >/dev/null
+			echo "setup: adding trixie-backports to apt ($TBPO_LIST, mirror $(mirror_uri))"
+			add_apt_source deb trixie-backports "$TBPO_LIST"
 		fi
 		echo "setup: pinning trixie-backports to priority $TBPO_PIN ($TBPO_PREF)"
 		printf 'Package: *\nPin: release n=trixie-backports\nPin-Priority: %s\n' "$TBPO_PIN" |
@@ -189,8 +187,7 @@ if ! sparse_valid_73; then
 			  -o "Dir::State::Lists=$sid/lists" -o "Dir::Cache=$sid/cache")
 		echo "setup: installing sid's sparse into $ROOT_73/usr/local/bin (trixie's rejects __typeof_unqual__)"
 		$sudo_cmd mkdir -p "$sid/lists/partial" "$sid/cache/archives/partial" "$sid/deb"
-		uri=$(sed -n 's/^URIs:[[:space:]]*//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)
-		echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${uri:-http://deb.debian.org/debian} sid main" |
+		echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $(mirror_uri) sid main" |
 			$sudo_cmd tee "$sid/sources.list" >/dev/null
 		root_log "$sid/log" apt-get "${sid_opts[@]}" update -q &&
 			(cd "$sid/deb" && $sudo_cmd rm -f sparse_*.deb &&

@@ -115,6 +115,23 @@ case "$kernel_next$kernel" in
 esac
 
 say() { [ "$quiet" = 1 ] || echo "setup: $*"; }
+
+# The system's Debian mirror (its debian.sources), or deb.debian.org.
+mirror_uri()
+{
+	local uri
+
+	uri=$(sed -n 's/^URIs:[[:space:]]*//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)
+	echo "${uri:-http://deb.debian.org/debian}"
+}
+
+# add_apt_source TYPES SUITE FILE: a deb822 entry for SUITE's main on the
+# system's mirror and keyring, written to FILE.
+add_apt_source()
+{
+	printf 'Types: %s\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+		"$1" "$(mirror_uri)" "$2" | $sudo_cmd tee "$3" >/dev/null
+}
 missing=()
 
 # --- apt -------------------------------------------------------------------
@@ -155,10 +172,8 @@ need_bpo=$(bpo_missing)
 if ! bpo_configured; then
 	missing+=("apt source bookworm-backports ($BPO_LIST)")
 	if [ "$check_only" = 0 ]; then
-		uri=$(sed -n 's/^URIs:[[:space:]]*//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)
-		echo "setup: adding bookworm-backports to apt ($BPO_LIST, mirror ${uri:-http://deb.debian.org/debian})"
-		printf 'Types: deb\nURIs: %s\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-			"${uri:-http://deb.debian.org/debian}" | $sudo_cmd tee "$BPO_LIST" >/dev/null
+		echo "setup: adding bookworm-backports to apt ($BPO_LIST, mirror $(mirror_uri))"
+		add_apt_source deb bookworm-backports "$BPO_LIST"
 		need_update=1
 	fi
 fi
@@ -258,12 +273,10 @@ qemu_plugin_header()
 	upstream=${ver#*:}
 	upstream=${upstream%-*}
 	orig="qemu_${upstream}.orig.tar.xz"
-	uri=$(sed -n 's/^URIs:[[:space:]]*//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)
-	uri=${uri:-http://deb.debian.org/debian}
+	uri=$(mirror_uri)
 	if [ ! -f "$QEMU_SRC_LIST" ]; then
 		echo "setup: adding bookworm-backports sources (deb-src) to apt ($QEMU_SRC_LIST)"
-		printf 'Types: deb-src\nURIs: %s\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-			"$uri" | $sudo_cmd tee "$QEMU_SRC_LIST" >/dev/null
+		add_apt_source deb-src bookworm-backports "$QEMU_SRC_LIST"
 		$sudo_cmd apt-get update -q >/dev/null
 	fi
 	sources=$(compgen -G '/var/lib/apt/lists/*bookworm-backports_main_source_Sources*' | head -n1 || true)

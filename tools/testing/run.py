@@ -32,6 +32,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from statistics import median
 
 TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 EXPERIMENTS = os.path.join(TOP, "tools", "testing", "experiments")
@@ -123,12 +124,6 @@ def run_one(name, path, kver, args):
     if os.path.exists(os.path.join(out, "count.json")):
         return append_counts(out)
     return None
-
-
-def median(values):
-    v = sorted(values)
-    n = len(v)
-    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
 
 COUNT_REPORT = os.path.join(TOP, "tools", "testing", "count", "memhp-count-report")

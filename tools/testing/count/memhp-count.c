@@ -61,21 +61,21 @@
 
 #include <qemu-plugin.h>
 
+#include "memhp_mark.h"
+
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
+/* The marker's bytes (MEMHP_MARK_INSN), op and name: memhp_mark.h. */
 #define MARK_LEN	8
-#define MARK_BEGIN	1
-#define MARK_END	2
-#define NAME_MAX_LEN	63
 /* Canonical x86-64: the kernel runs in the upper half. */
 #define KERNEL_START	0xffff800000000000ULL
-/* Slots: 0 and 1 take the user and kernel blocks past the last one. */
 /*
  * Slot 0 takes every user instruction (user code is not resolved to
  * functions, and a slot per user address would let every new process's
  * randomised addresses use the table up); slot 1 the kernel blocks past
- * the last slot. A vCPU's counters are MAX_SLOTS * 8 bytes (2 MiB);
- * QEMU allocates 16 vCPUs' worth at first (32 MiB, zeroed).
+ * the last slot; every other slot is a kernel block's. A vCPU's counters
+ * are MAX_SLOTS * 8 bytes (2 MiB); QEMU allocates 16 vCPUs' worth at first
+ * (32 MiB, zeroed).
  */
 #define MAX_SLOTS	262144u
 #define SLOT_USER	0
@@ -84,6 +84,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 #define MAX_VCPUS	1024
 #define INLINE_ADD		QEMU_PLUGIN_INLINE_ADD_U64
 
+/* MEMHP_MARK_INSN's bytes. */
 static const uint8_t mark_bytes[MARK_LEN] = {
 	0x0f, 0x1f, 0x84, 0x00, 0x4d, 0x48, 0x50, 0x4d
 };
@@ -119,7 +120,6 @@ struct snapshot {
 static GMutex lock;		/* slots, phase state, out */
 static GHashTable *slot_of_pc;	/* block start -> slot + 1 */
 static uint64_t slot_pc[MAX_SLOTS];
-static bool slot_kernel[MAX_SLOTS];
 static unsigned int nslots = 2;
 static struct qemu_plugin_scoreboard *counts;	/* struct slot_counts */
 static struct qemu_plugin_scoreboard *regs;	/* struct vcpu_regs */
@@ -132,7 +132,7 @@ static unsigned int bad_marks;
 
 /* The open phase, if any. */
 static bool phase_open;
-static char phase_name[NAME_MAX_LEN + 1];
+static char phase_name[MEMHP_MARK_NAME_MAX + 1];
 static unsigned int phase_vcpu;
 static struct snapshot phase_begin;
 
@@ -252,10 +252,10 @@ static void emit_phase(const struct snapshot *end, unsigned int vcpu, bool compl
 
 			if (complete && v == vcpu && s == mark_slot && d)
 				d--;
-			if (slot_kernel[s])
-				kernel[v] += d;
-			else
+			if (s == SLOT_USER)
 				user[v] += d;
+			else
+				kernel[v] += d;
 			sum += d;
 		}
 		if (!sum)
@@ -278,20 +278,28 @@ static void emit_phase(const struct snapshot *end, unsigned int vcpu, bool compl
 	phase_open = false;
 }
 
+/* A 64-bit register of the marking vCPU (in a QEMU_PLUGIN_CB_R_REGS callback). */
+static bool read_reg64(struct qemu_plugin_register *handle, uint64_t *val)
+{
+	g_autoptr(GByteArray) reg = g_byte_array_new();
+
+	if (!handle || qemu_plugin_read_register(handle, reg) != 8)
+		return false;
+	memcpy(val, reg->data, 8);
+	return true;
+}
+
 static void read_name(unsigned int vcpu, char *name)
 {
 	g_autoptr(GByteArray) buf = g_byte_array_new();
-	g_autoptr(GByteArray) reg = g_byte_array_new();
-	struct vcpu_regs *r;
-	uint64_t addr = 0;
+	struct vcpu_regs *r = qemu_plugin_scoreboard_find(regs, vcpu);
+	uint64_t addr;
 	size_t i;
 
-	g_strlcpy(name, "?", NAME_MAX_LEN + 1);
-	r = qemu_plugin_scoreboard_find(regs, vcpu);
-	if (!r->rsi || qemu_plugin_read_register(r->rsi, reg) != 8)
+	g_strlcpy(name, "?", MEMHP_MARK_NAME_MAX + 1);
+	if (!read_reg64(r->rsi, &addr))
 		return;
-	memcpy(&addr, reg->data, 8);
-	for (i = 0; i < NAME_MAX_LEN; i++) {
+	for (i = 0; i < MEMHP_MARK_NAME_MAX; i++) {
 		char c;
 
 		g_byte_array_set_size(buf, 0);
@@ -300,30 +308,28 @@ static void read_name(unsigned int vcpu, char *name)
 		c = (char)buf->data[0];
 		if (!c)
 			break;
-		/* The name goes into JSON: keep it to a safe alphabet. */
-		name[i] = g_ascii_isalnum(c) || strchr("-_.:/+,", c) ? c : '_';
+		/* The name goes into JSON: keep it to memhp-mark's alphabet. */
+		name[i] = strchr(MEMHP_MARK_NAME_CHARS, c) ? c : '_';
 	}
 	name[i] = '\0';
 	if (!i)
-		g_strlcpy(name, "?", NAME_MAX_LEN + 1);
+		g_strlcpy(name, "?", MEMHP_MARK_NAME_MAX + 1);
 }
 
 static int read_op(unsigned int vcpu)
 {
-	g_autoptr(GByteArray) reg = g_byte_array_new();
 	struct vcpu_regs *r = qemu_plugin_scoreboard_find(regs, vcpu);
-	uint64_t v = 0;
+	uint64_t v;
 
-	if (!r->rdi || qemu_plugin_read_register(r->rdi, reg) != 8)
+	if (!read_reg64(r->rdi, &v))
 		return 0;
-	memcpy(&v, reg->data, 8);
-	return v == MARK_BEGIN || v == MARK_END ? (int)v : 0;
+	return v == MEMHP_MARK_BEGIN || v == MEMHP_MARK_END ? (int)v : 0;
 }
 
 static void vcpu_mark(unsigned int vcpu, void *udata)
 {
 	unsigned int slot = GPOINTER_TO_UINT(udata);
-	char name[NAME_MAX_LEN + 1];
+	char name[MEMHP_MARK_NAME_MAX + 1];
 	struct snapshot now = { 0 };
 	int op = read_op(vcpu);
 
@@ -336,7 +342,7 @@ static void vcpu_mark(unsigned int vcpu, void *udata)
 	read_name(vcpu, name);
 
 	g_mutex_lock(&lock);
-	if (op == MARK_END) {
+	if (op == MEMHP_MARK_END) {
 		if (!phase_open || strcmp(name, phase_name)) {
 			unbalanced++;
 		} else {
@@ -382,7 +388,6 @@ static unsigned int get_slot(uint64_t pc)
 	} else if (nslots < MAX_SLOTS) {
 		slot = nslots;
 		slot_pc[slot] = pc;
-		slot_kernel[slot] = true;
 		/* published under the lock, which snapshot_take() holds */
 		nslots++;
 		g_hash_table_insert(slot_of_pc, (gpointer)(uintptr_t)pc,
@@ -437,7 +442,7 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned int vcpu)
 static void plugin_exit(qemu_plugin_id_t id, void *p)
 {
 	unsigned int n = qemu_plugin_num_vcpus();
-	uint64_t overflow[2] = { 0, 0 };	/* user: none, all in slot 0 */
+	uint64_t overflow = 0;
 	char *tmp;
 	bool ok;
 	FILE *f;
@@ -452,21 +457,16 @@ static void plugin_exit(qemu_plugin_id_t id, void *p)
 	fprintf(f, "{\"format\": \"memhp-count 2\", \"kernel_start\": %llu, \"vcpus\": [",
 		KERNEL_START);
 	for (unsigned int v = 0; v < n; v++) {
-		uint64_t *c = vcpu_counts(v), k = 0, u = 0;
+		uint64_t *c = vcpu_counts(v), k = 0;
 
-		for (unsigned int s = 0; s < nslots; s++) {
-			if (slot_kernel[s])
-				k += c[s];
-			else
-				u += c[s];
-		}
-		overflow[1] += c[SLOT_KERNEL_OVERFLOW];
+		for (unsigned int s = SLOT_USER + 1; s < nslots; s++)
+			k += c[s];
+		overflow += c[SLOT_KERNEL_OVERFLOW];
 		fprintf(f, "%s{\"kernel\": %" PRIu64 ", \"user\": %" PRIu64 "}",
-			v ? ", " : "", k, u);
+			v ? ", " : "", k, c[SLOT_USER]);
 	}
 	fprintf(f, "],\n \"slots\": %u, \"max_slots\": %u, ", nslots, MAX_SLOTS);
-	fprintf(f, "\"overflow_insns\": {\"user\": %" PRIu64 ", \"kernel\": %" PRIu64 "}, ",
-		overflow[0], overflow[1]);
+	fprintf(f, "\"overflow_insns\": {\"kernel\": %" PRIu64 "}, ", overflow);
 	if (phase_open)
 		fprintf(f, "\"open_phase\": \"%s\", ", phase_name);
 	else
@@ -512,7 +512,6 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 	/* The output's names for the two shared slots (no real block starts there). */
 	slot_pc[SLOT_USER] = 0;
 	slot_pc[SLOT_KERNEL_OVERFLOW] = 1;
-	slot_kernel[SLOT_KERNEL_OVERFLOW] = true;
 	counts = qemu_plugin_scoreboard_new(sizeof(struct slot_counts));
 	regs = qemu_plugin_scoreboard_new(sizeof(struct vcpu_regs));
 	idle = qemu_plugin_scoreboard_new(sizeof(struct idle));

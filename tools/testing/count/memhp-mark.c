@@ -36,14 +36,6 @@
 
 #include "memhp_mark.h"
 
-#define MARK_BEGIN	MEMHP_MARK_BEGIN
-#define MARK_END	MEMHP_MARK_END
-#define NAME_MAX_LEN	MEMHP_MARK_NAME_MAX
-/* The plugin writes names into JSON and the symbol file into lines. */
-#define NAME_CHARS	MEMHP_MARK_NAME_CHARS
-#define MARK_INSN	MEMHP_MARK_INSN
-#define mark		memhp_mark
-
 /* The text of small file PATH, NUL-terminated, in BUF; its length or -1. */
 static long read_small(const char *path, char *buf, size_t size)
 {
@@ -137,11 +129,17 @@ static int save_module_syms(const char *header, const char *name)
 	return ret;
 }
 
-static int end(const char *name)
+/* After an end marker: the phase's module symbols, a warning if not saved. */
+static void phase_syms(const char *name)
 {
-	mark(MARK_END, name);
 	if (save_module_syms("@phase", name))
 		fprintf(stderr, "memhp-mark: warning: module symbols of %s not saved\n", name);
+}
+
+static int end(const char *name)
+{
+	memhp_mark(MEMHP_MARK_END, name);
+	phase_syms(name);
 	return 0;
 }
 
@@ -152,13 +150,13 @@ static unsigned long marked_loop(unsigned long n)
 
 	asm volatile("mov $1, %%edi\n\t"
 		     "mov %[name], %%rsi\n\t"
-		     MARK_INSN
+		     MEMHP_MARK_INSN
 		     "mov %[n], %%rcx\n"
 		     "1:\tdec %%rcx\n\t"
 		     "jnz 1b\n\t"
 		     "mov $2, %%edi\n\t"
 		     "mov %[name], %%rsi\n\t"
-		     MARK_INSN
+		     MEMHP_MARK_INSN
 		     : : [n] "r"(n), [name] "r"(name) : "rcx", "rdi", "rsi", "memory", "cc");
 	return 2 * n + 3;
 }
@@ -174,10 +172,10 @@ static int check_name(const char *name)
 {
 	size_t len = strlen(name);
 
-	if (!len || len > NAME_MAX_LEN ||
-	    strspn(name, NAME_CHARS) != len) {
+	if (!len || len > MEMHP_MARK_NAME_MAX ||
+	    strspn(name, MEMHP_MARK_NAME_CHARS) != len) {
 		fprintf(stderr, "memhp-mark: a name has 1 to %d characters of [%s]\n",
-			NAME_MAX_LEN, NAME_CHARS);
+			MEMHP_MARK_NAME_MAX, MEMHP_MARK_NAME_CHARS);
 		return -1;
 	}
 	return 0;
@@ -204,7 +202,7 @@ static int do_write(const char *name, const char *file, const char *value)
 {
 	size_t len = strlen(value);
 	ssize_t ret;
-	int fd, err;
+	int fd;
 
 	fd = open(file, O_WRONLY);
 	if (fd < 0) {
@@ -213,17 +211,15 @@ static int do_write(const char *name, const char *file, const char *value)
 	}
 	pin_here();
 	/* Nothing but the system call between the markers: no libc, no PLT. */
-	mark(MARK_BEGIN, name);
+	memhp_mark(MEMHP_MARK_BEGIN, name);
 	asm volatile("syscall" : "=a"(ret) : "0"((long)SYS_write), "D"((long)fd), "S"(value),
 		     "d"(len) : "rcx", "r11", "memory");
-	mark(MARK_END, name);
-	err = ret < 0 ? (int)-ret : 0;
-	if (save_module_syms("@phase", name))
-		fprintf(stderr, "memhp-mark: warning: module symbols of %s not saved\n", name);
+	memhp_mark(MEMHP_MARK_END, name);
+	phase_syms(name);
 	close(fd);
 	if (ret != (ssize_t)len) {
 		fprintf(stderr, "memhp-mark: write %s to %s: %s\n", value, file,
-			ret < 0 ? strerror(err) : "short write");
+			ret < 0 ? strerror((int)-ret) : "short write");
 		return 1;
 	}
 	return 0;
@@ -234,7 +230,7 @@ static int do_run(const char *name, char **argv)
 	int status, err;
 	pid_t pid, w;
 
-	mark(MARK_BEGIN, name);
+	memhp_mark(MEMHP_MARK_BEGIN, name);
 	pid = fork();
 	if (pid < 0) {
 		perror("memhp-mark: fork");
@@ -277,7 +273,7 @@ int main(int argc, char **argv)
 	if (check_name(argv[2]))
 		return 2;
 	if (argc == 3 && !strcmp(argv[1], "begin")) {
-		mark(MARK_BEGIN, argv[2]);
+		memhp_mark(MEMHP_MARK_BEGIN, argv[2]);
 		return 0;
 	}
 	if (argc == 3 && !strcmp(argv[1], "end"))

@@ -16,8 +16,10 @@
 #define MEMHP_MARK_BEGIN	1
 #define MEMHP_MARK_END		2
 #define MEMHP_MARK_NAME_MAX	63
+/* Names go into the plugin's JSON and the symbol file's lines as they are. */
 #define MEMHP_MARK_NAME_CHARS \
 	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.:/+,"
+/* The plugin (memhp-count.c) matches these bytes. */
 #define MEMHP_MARK_INSN	".byte 0x0f, 0x1f, 0x84, 0x00, 0x4d, 0x48, 0x50, 0x4d\n\t"
 
 static inline void memhp_mark(long op, const char *name)
