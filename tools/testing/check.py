@@ -41,6 +41,15 @@ import time
 TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SELFTESTS = os.path.join(TOP, "tools", "testing", "selftests", "memhp")
 MEMHP_VM = os.path.join(TOP, "tools", "testing", "vm", "memhp-vm")
+# The guests' CPU: QEMU's TCG -cpu max without the CPUID bits that make
+# the guest kernel and glibc use string instructions TCG emulates one
+# element per step (ERMS, FSRM: clear_page_erms, copy_mc_enhanced_fast_
+# string, memcpy's rep movsb) and without 5-level paging (LA57: one more
+# level in every emulated page walk). No test is about either, and the
+# same tests run faster without them: Documentation/testing.rst ("Time and
+# budgets") gives the two commands that compare. make run keeps the full
+# model (its figures are the cost of the kernel's own choices).
+CHECK_CPU_FEATURES = "erms=off,fsrm=off,la57=off"
 # KTAP: "ok|not ok N description # directive diagnostic"; a description
 # cannot contain "#", and text after it that is not a directive (kselftest's
 # runner.sh writes "# exit=1") is a diagnostic.
@@ -315,8 +324,10 @@ def stage_guest(args, kver, kernel):
     for opts, tests in groups.items():
         label = f"{opts or 'default guest'}"
         log(f"guest {kver} [{label}]: {' '.join(tests)}")
-        cmd = [MEMHP_VM, "--quiet", "--timeout", str(args.guest_timeout), "--kernel", kernel] + \
-            shlex.split(opts)
+        cmd = [MEMHP_VM, "--quiet", "--timeout", str(args.guest_timeout), "--kernel", kernel]
+        if args.cpu_features:
+            cmd.append(f"--cpu-features={args.cpu_features}")
+        cmd += shlex.split(opts)
         env = " ".join(shlex.quote(f"{k}={v}") for k, v in args.env.items())
         cmd += ["--", (f"env {env} " if env else "") +
                 "make --no-print-directory -C tools/testing/selftests/memhp "
@@ -428,6 +439,9 @@ def main():
                    help="set in every guest test's environment (repeatable), e.g. "
                    "SOAK_OPS=1000, FUZZ_RANDOM=5000: the long forms "
                    "(make check-long)")
+    p.add_argument("--cpu-features", default=CHECK_CPU_FEATURES, metavar="F=on|off,...",
+                   help="memhp-vm --cpu-features for every guest (default: "
+                   f"{CHECK_CPU_FEATURES}; \"\" for QEMU's full -cpu max)")
     args = p.parse_args()
     try:
         args.env = dict(e.split("=", 1) for e in args.env)
