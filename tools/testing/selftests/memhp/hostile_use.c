@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * memhp-vm: --append module_blacklist=virtio_mem
  * memhp-budget: 30
  *
  * Hostile use of the modules' mappings: what the rest of the

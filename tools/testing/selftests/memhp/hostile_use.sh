@@ -1,6 +1,5 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# memhp-vm: --append module_blacklist=virtio_mem
 # memhp-budget: 200
 #
 # Hostile use: the objects that outlive a module's work or the

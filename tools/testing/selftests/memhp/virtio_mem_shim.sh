@@ -1,6 +1,5 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# memhp-vm: --append module_blacklist=virtio_mem
 # memhp-budget: 220
 #
 # virtio_mem_shim in big-block mode (mode=bbm at every load: the guest's

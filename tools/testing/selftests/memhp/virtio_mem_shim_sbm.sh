@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# memhp-vm: --virtio-mem 2G:0 --append module_blacklist=virtio_mem
+# memhp-vm: --virtio-mem 2G:0
 # memhp-budget: 200
 #
 # virtio_mem_shim in sub-block mode (QEMU's default 2 MiB device block,
