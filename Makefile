@@ -219,7 +219,7 @@ check-long: setup-check
 run: setup-check $(if $(filter-out 0,$(COUNT)),count)
 	@$(PY) $(TOP)/tools/testing/run.py $(if $(FULL),--full) $(if $(filter-out 0,$(COUNT)),--count auto) $(RUN_ARGS)
 
-# Hotplug churn soak (tools/testing/selftests/memhp/soak.sh, 100 operations
+# Hotplug churn soak (tools/testing/selftests/memhp/soak.sh, 50 operations
 # of it run in `make check`): SOAK_OPS random operations, SOAK_SEED repeats.
 SOAK_OPS ?= 1000
 .PHONY: soak check-debug
