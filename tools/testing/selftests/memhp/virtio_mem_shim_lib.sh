@@ -95,18 +95,20 @@ shortfall_reported()
 # pass, and a retry pass may unplug more meanwhile. True once plugged_size
 # and unplug_shortfall agree between two reads a second apart, the host's
 # size equals plugged_size and the shortfall is plugged - REQUEST. Leaves
-# the last reads in $plugged and $short.
+# that snapshot in $plugged, $short and $host: a later retry pass may
+# unplug more (memory frees up under the hog too), so callers check the
+# snapshot, not fresh reads.
 shortfall_settled()
 {
-	local p1 s1 h
+	local p1 s1
 
 	p1=$(cat "$DEV/plugged_size")
 	s1=$(cat "$DEV/unplug_shortfall")
-	h=$(qmp_memdev_size vm0)
+	host=$(qmp_memdev_size vm0)
 	sleep 1
 	plugged=$(cat "$DEV/plugged_size")
 	short=$(cat "$DEV/unplug_shortfall")
-	[ "$p1" = "$plugged" ] && [ "$s1" = "$short" ] && [ "$h" = "$plugged" ] &&
+	[ "$p1" = "$plugged" ] && [ "$s1" = "$short" ] && [ "$host" = "$plugged" ] &&
 		[ "${short%% *}" = $((plugged - $1)) ]
 }
 
