@@ -23,6 +23,7 @@
 #include <linux/mmzone.h>
 #include <linux/migrate_mode.h>
 #include <linux/log2.h>
+#include <linux/slab.h>
 
 #ifdef MEMHP_FEATURES_UNPROBED
 #error "scripts/memhp-features.sh could not probe this kernel's headers (see its message)"
@@ -244,6 +245,20 @@ static inline unsigned long memhp_page_flags(struct page *page)
 #else
 #define memhp_alloc_contig_range(start, end, gfp) \
 	alloc_contig_range((start), (end), MIGRATE_MOVABLE, (gfp))
+#endif
+
+/*
+ * One object of @p's type (a variable or a type), as kmalloc_obj() and
+ * kzalloc_obj() allocate it where the kernel has them ("slab: Introduce
+ * kmalloc_obj() and family"; 7.3's checkpatch asks for them over
+ * kmalloc(sizeof(...))), and as kmalloc(sizeof()) does elsewhere.
+ */
+#ifdef MEMHP_HAVE_KMALLOC_OBJ
+#define memhp_kmalloc_obj(p, gfp)	kmalloc_obj(p, gfp)
+#define memhp_kzalloc_obj(p, gfp)	kzalloc_obj(p, gfp)
+#else
+#define memhp_kmalloc_obj(p, gfp)	kmalloc(sizeof(p), gfp)
+#define memhp_kzalloc_obj(p, gfp)	kzalloc(sizeof(p), gfp)
 #endif
 
 #endif /* _MEMHP_COMPAT_H */

@@ -20,6 +20,9 @@
 struct mtest_ctx {
 	struct xarray pages;		/* offset -> page (the page tree) */
 	struct xarray held;		/* offset -> page, HOLD_REF injection */
+#ifndef MEMHP_HAVE_DRIVER_MOVABLE_PAGES
+	struct xarray bslots;		/* offset -> struct mtest_bslot */
+#endif
 	struct address_space *mapping;	/* the device inode's mapping */
 	pgoff_t base;			/* first page offset of this file */
 	int id;
@@ -57,7 +60,9 @@ void mtest_unmap(struct mtest_ctx *ctx, pgoff_t index, pgoff_t nr);
 void mtest_block(struct mtest_ctx *ctx, pgoff_t index);
 void mtest_unblock(struct mtest_ctx *ctx, pgoff_t index);
 bool mtest_freeze(struct page *old);
-void mtest_commit(struct page *old, struct page *new);
+void mtest_commit(struct mtest_ctx *ctx, pgoff_t index, struct page *old,
+		  struct page *new);
+bool mtest_page_isolated(struct page *page);
 
 /* migrate_test_ioctl.c */
 void mtest_unhold(struct mtest_ctx *ctx, pgoff_t index);

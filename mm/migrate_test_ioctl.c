@@ -26,6 +26,7 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/migrate_test.h>
+#include <memhp_compat.h>
 
 #include "migrate_test_internal.h"
 
@@ -106,8 +107,8 @@ static void mtest_fill_pool(struct mtest_alloc *a, unsigned int want)
 		}
 		a->scan_pfn = end;
 		mtest_count(MTEST_CONTIG_ALLOCS);
-		if (alloc_contig_range(pfn, end, MIGRATE_MOVABLE,
-				       GFP_KERNEL | __GFP_NOWARN))
+		if (memhp_alloc_contig_range(pfn, end,
+					     GFP_KERNEL | __GFP_NOWARN))
 			continue;
 		for (p = pfn; p < end; p++, got++)
 			list_add_tail(&pfn_to_page(p)->lru, &a->pool);
@@ -247,7 +248,7 @@ static struct page *mtest_lock_old(struct mtest_ctx *ctx, pgoff_t index,
 			put_page(page);
 			continue;		/* moved meanwhile: look again */
 		}
-		if (!PageIsolated(page))
+		if (!mtest_page_isolated(page))
 			return page;
 		/* The core isolated it and will migrate or put it back. */
 		unlock_page(page);
@@ -389,8 +390,8 @@ static void mtest_redirect_batch(struct mtest_ctx *ctx,
  * meet it, and they fail. Called with the old and new pages of the slots locked;
  * takes and drops no lock.
  */
-static void mtest_commit_batch(struct mtest_slot *slots, unsigned int n,
-			       unsigned long timeout)
+static void mtest_commit_batch(struct mtest_ctx *ctx, struct mtest_slot *slots,
+			       unsigned int n, unsigned long timeout)
 {
 	unsigned long deadline = jiffies + timeout;
 	unsigned int i, pending;
@@ -403,7 +404,7 @@ static void mtest_commit_batch(struct mtest_slot *slots, unsigned int n,
 			if (s->err || s->committed)
 				continue;
 			if (mtest_freeze(s->old)) {
-				mtest_commit(s->old, s->new);
+				mtest_commit(ctx, s->index, s->old, s->new);
 				s->committed = true;
 			} else {
 				pending++;
@@ -515,7 +516,7 @@ static int mtest_migrate_batch(struct mtest_ctx *ctx, struct mtest_result *res,
 	mtest_redirect_batch(ctx, slots, n);
 	/* Step 4: unmap the old pages, one TLB flush for the batch. */
 	mtest_unmap(ctx, slots[0].index, slots[n - 1].index - slots[0].index + 1);
-	mtest_commit_batch(slots, n, timeout);
+	mtest_commit_batch(ctx, slots, n, timeout);
 	mtest_rollback_batch(ctx, slots, n);
 	mtest_finish_new(ctx, slots, n, t0);
 	mtest_release_batch(res, slots, n);
@@ -760,7 +761,7 @@ static long mtest_ioctl_stats(void __user *uarg)
 	struct migrate_test_stats *st;
 	int i, ret = 0;
 
-	st = kzalloc(sizeof(*st), GFP_KERNEL);
+	st = memhp_kzalloc_obj(*st, GFP_KERNEL);
 	if (!st)
 		return -ENOMEM;
 	if (copy_from_user(st, uarg, sizeof(*st))) {

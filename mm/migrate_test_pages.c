@@ -7,11 +7,12 @@
  * mmap(MAP_SHARED) of /dev/migrate_test gives memory whose pages are
  * allocated on fault (GFP_HIGHUSER_MOVABLE, zeroed), recorded in a per-open
  * xarray (the "page_tree" of the paper: the source of truth for which page
- * backs which offset) and registered as non-LRU movable pages with
- * __SetPageMovable(). Compaction, alloc_contig_range() and memory offlining
- * therefore move them through mtest_mops (isolate_page / migrate_page /
- * putback_page), and the MIGRATE ioctl moves them on request to a node, into
- * a pfn range or away from a section. Both paths use the same steps:
+ * backs which offset) and registered with the core as non-LRU movable
+ * pages: driver-owned ones (__SetPageMovable()) or balloon pages, whichever
+ * the kernel has ("How the pages are made movable" below). Compaction,
+ * alloc_contig_range() and memory offlining therefore move them through
+ * callbacks of ours, and the MIGRATE ioctl moves them on request to a node,
+ * into a pfn range or away from a section. Both paths use the same steps:
  *
  *  1. lock the old page              (core: done by migrate_pages())
  *  2. allocate and lock the new page (core: done by migrate_pages())
@@ -19,11 +20,10 @@
  *  4. unmap the old page from every process (unmap_mapping_pages() on the
  *     device's address_space; the TLB is flushed before it returns)
  *  5. freeze the old page's refcount at 2 (xarray + migrator) with
- *     page_ref_freeze(), retrying until a timeout: on timeout the entry is
- *     pointed back at the old page (rollback) and the page is reported
- *     failed
- *  6. copy, mark the new page up to date and movable, clear the old one,
- *     unfreeze
+ *     page_ref_freeze() (balloon pages: check that it is 2), retrying
+ *     until a timeout: on timeout the entry is pointed back at the old
+ *     page (rollback) and the page is reported failed
+ *  6. copy, hand the movable registration over to the new page, unfreeze
  *  7. unlock the new page, clear MTEST_BUSY and wake the faults that waited:
  *     they look the entry up again and map the new page
  *  8. free the old page
@@ -95,11 +95,11 @@
  *   mapped LRU pages in async mode (try_to_migrate() sets no try_lock, so
  *   rmap_walk_file() takes i_mmap_rwsem); async mode only avoids waiting
  *   for page locks, writeback and references.
- * - Page state: page->private = ctx, page->index = offset in the file;
- *   page->mapping holds mtest_mops (PAGE_MAPPING_MOVABLE) while the page is
- *   in the xarray. Pages leave the xarray only under their lock, after
- *   __ClearPageMovable(), so core callbacks never see a page of a freed
- *   context, and release() locks every page before freeing the context.
+ * - Page state: a page in the xarray is registered with the core (its
+ *   back pointer to the context and offset is the mechanism's). Pages
+ *   leave the xarray only under their lock, after mtest_clear_movable(),
+ *   so core callbacks never see a page of a freed context, and release()
+ *   locks every page before freeing the context.
  * - Module unload: every open file (and every mapping, which holds its
  *   file) pins the module, so rmmod is refused while anything is mapped;
  *   release() runs after the last mapping is gone (no pte is left) and
@@ -141,6 +141,10 @@
 #include <linux/delay.h>
 #include <linux/slab.h>
 #include <linux/migrate_test.h>
+#ifndef MEMHP_HAVE_DRIVER_MOVABLE_PAGES
+#include <linux/balloon.h>
+#include <linux/suspend.h>
+#endif
 #include <memhp_compat.h>
 
 #include "migrate_test_internal.h"
@@ -148,6 +152,8 @@
 #define MTEST_ID_SHIFT	20		/* log2(MIGRATE_TEST_MAX_PAGES) */
 #define MTEST_MAX_IDS	BIT(16)
 #define MTEST_FAULT_AROUND	16	/* pages, a power of two */
+/* References to a page being migrated: the xarray's and the migrator's. */
+#define MTEST_EXPECTED_REFS	2
 
 atomic64_t mtest_stats[MTEST_NR_STATS];
 static DEFINE_IDA(mtest_ida);
@@ -163,8 +169,6 @@ void mtest_page_born(void)
 	atomic64_inc(&mtest_stats[MTEST_PAGES]);
 	mtest_count(MTEST_ALLOCATED);
 }
-
-static const struct movable_operations mtest_mops;
 
 /* The page in the entry with a reference, or NULL. */
 struct page *mtest_get_entry(struct mtest_ctx *ctx, pgoff_t index)
@@ -187,37 +191,412 @@ static bool mtest_page_current(struct mtest_ctx *ctx, pgoff_t index,
 	       !xa_get_mark(&ctx->pages, index, MTEST_BUSY);
 }
 
+/*
+ * How the pages are made movable: the two mechanisms
+ * ---------------------------------------------------
+ * Both give the core (compaction, alloc_contig_range, offlining) a way to
+ * isolate a page of ours, call back to migrate it, and put it back. Each
+ * provides the same helpers:
+ *  - mtest_prepare_index(): what an offset needs before its first page
+ *    (may sleep, may fail with -ENOMEM);
+ *  - mtest_set_movable(), mtest_clear_movable(): register a page of the
+ *    page tree with the core, or take it back (false: the core has it
+ *    isolated, try again); both with the page locked, so the core cannot
+ *    isolate it meanwhile (isolation trylocks the page);
+ *  - mtest_own_page(), mtest_disown_page(): a new page's back pointer to
+ *    its offset, where the page itself holds it;
+ *  - mtest_move_movable(): step 6's hand-over from the old page to the new
+ *    one, both locked, the old one frozen;
+ *  - mtest_page_isolated(): the core has isolated the (locked) page;
+ *  - mtest_core_copy(): step 6 of a migration the core started.
+ */
+static int mtest_core_migrate(struct mtest_ctx *ctx, pgoff_t index,
+			      struct page *dst, struct page *src,
+			      enum migrate_mode mode);
+
+#ifdef MEMHP_HAVE_DRIVER_MOVABLE_PAGES
+/*
+ * Driver-owned movable pages (__SetPageMovable()): page->mapping holds
+ * mtest_mops, page->private the context and page->index the offset, and
+ * the core calls mtest_mops directly. The driver hands the registration
+ * over itself, in the core's migrations too.
+ */
+static const struct movable_operations mtest_mops;
+
+static int mtest_prepare_index(struct mtest_ctx *ctx, pgoff_t index)
+{
+	return 0;
+}
+
 void mtest_own_page(struct mtest_ctx *ctx, pgoff_t index, struct page *page)
 {
 	set_page_private(page, (unsigned long)ctx);
 	page->index = index;
 }
 
+static void mtest_disown_page(struct page *page)
+{
+	set_page_private(page, 0);
+}
+
+static void mtest_set_movable(struct mtest_ctx *ctx, pgoff_t index,
+			      struct page *page)
+{
+	mtest_own_page(ctx, index, page);
+	__SetPageMovable(page, &mtest_mops);
+}
+
+static bool mtest_clear_movable(struct mtest_ctx *ctx, pgoff_t index,
+				struct page *page)
+{
+	__ClearPageMovable(page);
+	mtest_disown_page(page);
+	return true;
+}
+
+static void mtest_move_movable(struct mtest_ctx *ctx, pgoff_t index,
+			       struct page *old, struct page *new)
+{
+	SetPageUptodate(new);
+	__SetPageMovable(new, &mtest_mops);
+	mtest_clear_movable(ctx, index, old);
+}
+
+bool mtest_page_isolated(struct page *page)
+{
+	return PageIsolated(page);
+}
+
+/*
+ * Step 5: only the xarray and the migrator (or the core's isolation) hold
+ * @old: freeze its refcount so that no speculative reference appears while
+ * it is copied. The ptes hold none (VM_PFNMAP), and they are gone already.
+ */
+bool mtest_freeze(struct page *old)
+{
+	return page_ref_freeze(old, MTEST_EXPECTED_REFS);
+}
+
+static void mtest_unfreeze(struct page *old)
+{
+	page_ref_unfreeze(old, MTEST_EXPECTED_REFS);
+}
+
+static void mtest_core_copy(struct mtest_ctx *ctx, pgoff_t index,
+			    struct page *dst, struct page *src)
+{
+	get_page(dst);			/* the xarray's reference */
+	mtest_commit(ctx, index, src, dst);
+	put_page(src);			/* the xarray's; isolation ref remains */
+}
+
+/* movable_operations: called by compaction, alloc_contig_range, offlining */
+
+static bool mtest_isolate_page(struct page *page, isolate_mode_t mode)
+{
+	mtest_count(MTEST_CORE_ISOLATED);
+	return true;
+}
+
+static int mtest_migrate_page(struct page *dst, struct page *src,
+			      enum migrate_mode mode)
+{
+	struct mtest_ctx *ctx = (struct mtest_ctx *)page_private(src);
+	int ret;
+
+	ret = mtest_core_migrate(ctx, src->index, dst, src, mode);
+	return ret ? ret : MIGRATEPAGE_SUCCESS;
+}
+
+static void mtest_putback_page(struct page *page)
+{
+	mtest_count(MTEST_CORE_PUTBACK);
+}
+
+static const struct movable_operations mtest_mops = {
+	.isolate_page = mtest_isolate_page,
+	.migrate_page = mtest_migrate_page,
+	.putback_page = mtest_putback_page,
+};
+
+static void mtest_free_indexes(struct mtest_ctx *ctx)
+{
+}
+
+static bool mtest_birth_begin(void)
+{
+	return true;
+}
+
+static void mtest_birth_end(void)
+{
+}
+
+static int mtest_mechanism_init(void)
+{
+	return 0;
+}
+
+static void mtest_mechanism_exit(void)
+{
+}
+#else
+/*
+ * Balloon pages. Where the core finds movable_operations by page type
+ * (balloon and zsmalloc pages only, set_movable_ops()), a module's pages
+ * are movable as balloon pages: balloon_page_enqueue() makes them
+ * PageOffline with PG_movable_ops, page->private points at their
+ * balloon_dev_info and page->lru is on its list; the balloon core
+ * isolates and puts back, and calls the device's migratepage() to move
+ * one, then enqueues the new page and drops the old one's list
+ * reference itself. Such pages count as balloon pages (NR_BALLOON_PAGES,
+ * the balloon_* events of /proc/vmstat); MemTotal does not change
+ * (adjust_managed_page_count stays false).
+ *
+ * balloon_page_dequeue() takes any page of a list, and MIGRATE and
+ * release() must take one given page, so each offset has a
+ * balloon_dev_info of its own, in struct mtest_bslot, from its first
+ * fault until release(): its list holds the offset's page, or nothing
+ * while the core has the page isolated, and container_of() gives
+ * migratepage() its offset. A page leaves the list only under its lock
+ * and the balloon's (dequeue), or by isolation, which trylocks it; so a
+ * holder of the page lock who saw it not isolated finds it on the list.
+ * The bslots are freed by release(), when no page points at them.
+ */
+struct mtest_bslot {
+	struct balloon_dev_info b;
+	struct mtest_ctx *ctx;
+	pgoff_t index;
+};
+
+static int mtest_balloon_migrate(struct balloon_dev_info *b,
+				 struct page *newpage, struct page *page,
+				 enum migrate_mode mode);
+
+static struct mtest_bslot *mtest_bslot(struct mtest_ctx *ctx, pgoff_t index)
+{
+	return xa_load(&ctx->bslots, index);
+}
+
+static int mtest_prepare_index(struct mtest_ctx *ctx, pgoff_t index)
+{
+	struct mtest_bslot *slot, *old;
+
+	if (mtest_bslot(ctx, index))
+		return 0;
+	slot = memhp_kmalloc_obj(*slot, GFP_KERNEL);
+	if (!slot)
+		return -ENOMEM;
+	balloon_devinfo_init(&slot->b);
+	slot->b.migratepage = mtest_balloon_migrate;
+	slot->ctx = ctx;
+	slot->index = index;
+	old = xa_cmpxchg(&ctx->bslots, index, NULL, slot, GFP_KERNEL);
+	if (old) {			/* another fault's, or no memory */
+		kfree(slot);
+		return xa_is_err(old) ? xa_err(old) : 0;
+	}
+	return 0;
+}
+
+/* The bslot is the back pointer; the page's fields are the balloon's. */
+void mtest_own_page(struct mtest_ctx *ctx, pgoff_t index, struct page *page)
+{
+}
+
+static void mtest_disown_page(struct page *page)
+{
+}
+
+static void mtest_set_movable(struct mtest_ctx *ctx, pgoff_t index,
+			      struct page *page)
+{
+	balloon_page_enqueue(&mtest_bslot(ctx, index)->b, page);
+}
+
+static bool mtest_clear_movable(struct mtest_ctx *ctx, pgoff_t index,
+				struct page *page)
+{
+	struct mtest_bslot *slot = mtest_bslot(ctx, index);
+	LIST_HEAD(pages);
+
+	if (!balloon_page_list_dequeue(&slot->b, &pages, 1))
+		return false;
+	/* The list holds the offset's current page only. */
+	WARN_ON_ONCE(list_first_entry(&pages, struct page, lru) != page);
+	list_del(&page->lru);
+	return true;
+}
+
+static void mtest_move_movable(struct mtest_ctx *ctx, pgoff_t index,
+			       struct page *old, struct page *new)
+{
+	/* @old is locked and was not isolated: it is on the list. */
+	WARN_ON_ONCE(!mtest_clear_movable(ctx, index, old));
+	mtest_set_movable(ctx, index, new);
+}
+
+bool mtest_page_isolated(struct page *page)
+{
+	return PageMovableOpsIsolated(page);
+}
+
+/*
+ * Step 5 without the freeze: a PageOffline page at refcount 0 is one its
+ * driver lets memory offlining skip ("fake offline", see
+ * __test_page_isolated_in_pageblock()), so an offline that raced with
+ * the copy could take the page while it is still ours. The count is
+ * checked instead, under the page lock, with the page unmapped and out of
+ * the xarray: a reference taken after the check is a speculative one
+ * (a pfn walker's, isolation's trylock), which reads nothing and writes
+ * nothing, and no new user can reach the page.
+ */
+bool mtest_freeze(struct page *old)
+{
+	return page_ref_count(old) == MTEST_EXPECTED_REFS;
+}
+
+static void mtest_unfreeze(struct page *old)
+{
+}
+
+/*
+ * The balloon core takes the xarray's reference to @dst and drops the
+ * one of @src when migratepage() returns 0, and moves the registration.
+ */
+static void mtest_core_copy(struct mtest_ctx *ctx, pgoff_t index,
+			    struct page *dst, struct page *src)
+{
+	copy_highpage(dst, src);
+}
+
+/* migratepage() of an offset's balloon: compaction, alloc_contig_range, offlining */
+static int mtest_balloon_migrate(struct balloon_dev_info *b,
+				 struct page *newpage, struct page *page,
+				 enum migrate_mode mode)
+{
+	struct mtest_bslot *slot = container_of(b, struct mtest_bslot, b);
+
+	return mtest_core_migrate(slot->ctx, slot->index, newpage, page, mode);
+}
+
+/* release(): every page is gone, so no page points at a bslot. */
+static void mtest_free_indexes(struct mtest_ctx *ctx)
+{
+	struct mtest_bslot *slot;
+	unsigned long index;
+
+	xa_for_each(&ctx->bslots, index, slot)
+		kfree(slot);
+	xa_destroy(&ctx->bslots);
+}
+
+/*
+ * Hibernation saves no PageOffline page (saveable_page()): a balloon's
+ * pages hold nothing. Ours hold user data, which the resumed system would
+ * find replaced by whatever the boot kernel left there, so hibernation is
+ * refused while any exists. (/proc/kcore and dump tools skip them too.)
+ */
+static DECLARE_RWSEM(mtest_pm_sem);	/* mtest_hibernating, page births */
+static bool mtest_hibernating;
+
+static int mtest_pm_notify(struct notifier_block *nb, unsigned long action,
+			   void *data)
+{
+	s64 pages;
+
+	switch (action) {
+	case PM_HIBERNATION_PREPARE:
+		down_write(&mtest_pm_sem);
+		pages = atomic64_read(&mtest_stats[MTEST_PAGES]);
+		mtest_hibernating = !pages;
+		up_write(&mtest_pm_sem);
+		if (!pages)
+			return NOTIFY_OK;
+		pr_warn("hibernation refused: %lld pages of user data are balloon pages, which it does not save\n",
+			pages);
+		return notifier_from_errno(-EBUSY);
+	case PM_POST_HIBERNATION:
+		down_write(&mtest_pm_sem);
+		mtest_hibernating = false;
+		up_write(&mtest_pm_sem);
+		return NOTIFY_OK;
+	}
+	return NOTIFY_DONE;
+}
+
+/*
+ * From an accepted PM_HIBERNATION_PREPARE to its PM_POST_HIBERNATION no
+ * page is born: user tasks run until the freezer stops them, and a page
+ * they made meanwhile would not be in the image. mtest_populate() holds
+ * the read side from this check until the page is counted.
+ */
+static bool mtest_birth_begin(void)
+{
+	down_read(&mtest_pm_sem);
+	if (!mtest_hibernating)
+		return true;
+	up_read(&mtest_pm_sem);
+	return false;
+}
+
+static void mtest_birth_end(void)
+{
+	up_read(&mtest_pm_sem);
+}
+
+static struct notifier_block mtest_pm_nb = {
+	.notifier_call = mtest_pm_notify,
+};
+
+static int mtest_mechanism_init(void)
+{
+	return register_pm_notifier(&mtest_pm_nb);
+}
+
+static void mtest_mechanism_exit(void)
+{
+	unregister_pm_notifier(&mtest_pm_nb);
+}
+#endif
+
 /* Publish a fresh zeroed page at @index unless someone else did. */
 static vm_fault_t mtest_populate(struct mtest_ctx *ctx, pgoff_t index)
 {
 	struct page *page, *old;
 
-	page = alloc_page(GFP_HIGHUSER_MOVABLE | __GFP_ZERO);
-	if (!page)
+	vm_fault_t ret = 0;
+
+	if (mtest_prepare_index(ctx, index))
 		return VM_FAULT_OOM;
+	if (!mtest_birth_begin()) {	/* hibernating: fault again */
+		cond_resched();
+		return VM_FAULT_NOPAGE;
+	}
+	page = alloc_page(GFP_HIGHUSER_MOVABLE | __GFP_ZERO);
+	if (!page) {
+		ret = VM_FAULT_OOM;
+		goto out;
+	}
 	if (!trylock_page(page)) {	/* a speculative locker: give up */
 		put_page(page);
-		return 0;
+		goto out;
 	}
-	mtest_own_page(ctx, index, page);
-	__SetPageMovable(page, &mtest_mops);
 	old = xa_cmpxchg(&ctx->pages, index, NULL, page, GFP_KERNEL);
 	if (old) {
-		__ClearPageMovable(page);
 		unlock_page(page);
-		set_page_private(page, 0);
 		put_page(page);
-		return xa_is_err(old) ? VM_FAULT_OOM : 0;
+		if (xa_is_err(old))
+			ret = VM_FAULT_OOM;
+		goto out;
 	}
+	/* Movable only now that it is ours; still locked, so not isolated. */
+	mtest_set_movable(ctx, index, page);
 	unlock_page(page);
 	mtest_page_born();
-	return 0;
+out:
+	mtest_birth_end();
+	return ret;
 }
 
 /* Map @page (locked, current) at @addr: a special pte, no page reference. */
@@ -395,7 +774,7 @@ void mtest_rollback(struct mtest_ctx *ctx, pgoff_t index, struct page *old,
 	__xa_store(&ctx->pages, index, old, GFP_ATOMIC);
 	__xa_clear_mark(&ctx->pages, index, MTEST_BUSY);
 	xa_unlock(&ctx->pages);
-	set_page_private(new, 0);
+	mtest_disown_page(new);
 }
 
 /*
@@ -423,41 +802,28 @@ void mtest_unblock(struct mtest_ctx *ctx, pgoff_t index)
 }
 
 /*
- * Step 5: only the xarray and the migrator (or the core's isolation) hold
- * @old: freeze its refcount so that no speculative reference appears while
- * it is copied. The ptes hold none (VM_PFNMAP), and they are gone already.
+ * Step 6: copy, hand the movable registration over to @new, unfreeze.
+ * The MIGRATE ioctl's, and the core's where the driver owns the
+ * registration (driver-owned movable pages); where the balloon core does
+ * (balloon pages), its migrations end in mtest_core_copy() instead.
  */
-#define MTEST_EXPECTED_REFS	2
-
-bool mtest_freeze(struct page *old)
-{
-	return page_ref_freeze(old, MTEST_EXPECTED_REFS);
-}
-
-/* Step 6: copy, hand the movable registration over to @new, unfreeze. */
-void mtest_commit(struct page *old, struct page *new)
+void mtest_commit(struct mtest_ctx *ctx, pgoff_t index, struct page *old,
+		  struct page *new)
 {
 	copy_highpage(new, old);
-	SetPageUptodate(new);
-	__SetPageMovable(new, &mtest_mops);
-	__ClearPageMovable(old);
-	set_page_private(old, 0);
-	page_ref_unfreeze(old, MTEST_EXPECTED_REFS);
+	mtest_move_movable(ctx, index, old, new);
+	mtest_unfreeze(old);
 }
 
-/* movable_operations: called by compaction, alloc_contig_range, offlining */
-
-static bool mtest_isolate_page(struct page *page, isolate_mode_t mode)
-{
-	mtest_count(MTEST_CORE_ISOLATED);
-	return true;
-}
-
-static int mtest_migrate_page(struct page *dst, struct page *src,
+/*
+ * A migration started by the core (compaction, alloc_contig_range,
+ * offlining): @src and @dst are locked, @src isolated. Steps 3-7; step 8
+ * (freeing @src) is the core's.
+ */
+static int mtest_core_migrate(struct mtest_ctx *ctx, pgoff_t index,
+			      struct page *dst, struct page *src,
 			      enum migrate_mode mode)
 {
-	struct mtest_ctx *ctx = (struct mtest_ctx *)page_private(src);
-	pgoff_t index = src->index;
 	int tries = mode == MIGRATE_ASYNC ? 0 : 50;
 
 	/* Without the copy the data would be lost. */
@@ -485,27 +851,14 @@ static int mtest_migrate_page(struct page *dst, struct page *src,
 		}
 		usleep_range(100, 200);
 	}
-	get_page(dst);			/* the xarray's reference */
-	mtest_commit(src, dst);
+	mtest_core_copy(ctx, index, dst, src);
 	mtest_unblock(ctx, index);
 	wake_up_all(&ctx->wq);
-	put_page(src);			/* the xarray's; isolation ref remains */
 	mtest_count(MTEST_CORE_MIGRATED);
 	mtest_count(MTEST_ALLOCATED);
 	mtest_count(MTEST_FREED);
-	return MIGRATEPAGE_SUCCESS;
+	return 0;
 }
-
-static void mtest_putback_page(struct page *page)
-{
-	mtest_count(MTEST_CORE_PUTBACK);
-}
-
-static const struct movable_operations mtest_mops = {
-	.isolate_page = mtest_isolate_page,
-	.migrate_page = mtest_migrate_page,
-	.putback_page = mtest_putback_page,
-};
 
 static int mtest_mmap(struct file *file, struct vm_area_struct *vma)
 {
@@ -528,7 +881,7 @@ static int mtest_open(struct inode *inode, struct file *file)
 {
 	struct mtest_ctx *ctx;
 
-	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+	ctx = memhp_kzalloc_obj(*ctx, GFP_KERNEL);
 	if (!ctx)
 		return -ENOMEM;
 	ctx->id = ida_alloc_max(&mtest_ida, MTEST_MAX_IDS - 1, GFP_KERNEL);
@@ -541,6 +894,9 @@ static int mtest_open(struct inode *inode, struct file *file)
 	ctx->base = (pgoff_t)ctx->id << MTEST_ID_SHIFT;
 	xa_init(&ctx->pages);
 	xa_init(&ctx->held);
+#ifndef MEMHP_HAVE_DRIVER_MOVABLE_PAGES
+	xa_init(&ctx->bslots);
+#endif
 	init_waitqueue_head(&ctx->wq);
 	mutex_init(&ctx->migrate_lock);
 	mutex_init(&ctx->inject_lock);
@@ -562,22 +918,36 @@ static int mtest_release(struct inode *inode, struct file *file)
 
 	xa_for_each(&ctx->pages, index, page) {
 		while ((page = mtest_get_entry(ctx, index))) {
-			lock_page(page);
+			/*
+			 * Not lock_page(): a migrator holding the lock would
+			 * find our reference and time out on it.
+			 */
+			if (!trylock_page(page)) {
+				put_page(page);
+				usleep_range(100, 200);
+				continue;
+			}
 			if (xa_load(&ctx->pages, index) != page) {
 				unlock_page(page);	/* migrated meanwhile */
 				put_page(page);
 				continue;
 			}
-			__ClearPageMovable(page);
+			if (!mtest_clear_movable(ctx, index, page)) {
+				/* Isolated: migrated or put back soon. */
+				unlock_page(page);
+				put_page(page);
+				usleep_range(100, 200);
+				continue;
+			}
 			xa_erase(&ctx->pages, index);
 			unlock_page(page);
-			set_page_private(page, 0);
 			put_page(page);
 			put_page(page);
 			mtest_page_gone();
 		}
 	}
 	xa_destroy(&ctx->pages);
+	mtest_free_indexes(ctx);
 	ida_free(&mtest_ida, ctx->id);
 	kfree(ctx);
 	return 0;
@@ -602,12 +972,20 @@ static struct miscdevice mtest_misc = {
 
 static int __init mtest_init(void)
 {
-	return misc_register(&mtest_misc);
+	int ret = mtest_mechanism_init();
+
+	if (ret)
+		return ret;
+	ret = misc_register(&mtest_misc);
+	if (ret)
+		mtest_mechanism_exit();
+	return ret;
 }
 
 static void __exit mtest_exit(void)
 {
 	misc_deregister(&mtest_misc);
+	mtest_mechanism_exit();
 	ida_destroy(&mtest_ida);
 }
 

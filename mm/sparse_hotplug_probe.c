@@ -196,7 +196,7 @@ static int sparse_hp_probe(u64 phys)
 #endif
 		goto out;
 	}
-	a = kzalloc(sizeof(*a), GFP_KERNEL);
+	a = memhp_kzalloc_obj(*a, GFP_KERNEL);
 	if (!a) {
 		ret = -ENOMEM;
 		goto out;
@@ -251,7 +251,7 @@ static void sparse_hp_block_blocked(u64 phys, char *buf, size_t size)
 	struct sparse_hp_report *rep;
 
 	buf[0] = '\0';
-	rep = kmalloc(sizeof(*rep), GFP_KERNEL);
+	rep = memhp_kmalloc_obj(*rep, GFP_KERNEL);
 	if (!rep)
 		return;
 	for (i = nr; i < nr + sparse_hp_sections_per_block && !buf[0]; i++) {

@@ -239,7 +239,7 @@ static int sparse_hp_sections_table_show(struct seq_file *m, void *v)
 	unsigned long nr;
 	int i;
 
-	rep = kmalloc(sizeof(*rep), GFP_KERNEL);
+	rep = memhp_kmalloc_obj(*rep, GFP_KERNEL);
 	if (!rep)
 		return -ENOMEM;
 	seq_puts(m, "section block state");

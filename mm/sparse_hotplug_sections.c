@@ -360,7 +360,7 @@ static ssize_t offline_report_show(struct kobject *kobj,
 	char verdict[128];
 	int i, len = 0;
 
-	rep = kmalloc(sizeof(*rep), GFP_KERNEL);
+	rep = memhp_kmalloc_obj(*rep, GFP_KERNEL);
 	if (!rep)
 		return -ENOMEM;
 	sparse_hp_section_report(to_sparse_hp_section(kobj)->nr, rep);
@@ -415,7 +415,7 @@ static int sparse_hp_add_section(unsigned long nr)
 	if (xa_load(&sparse_hp_sections, nr))
 		return 0;
 
-	sec = kzalloc(sizeof(*sec), GFP_KERNEL);
+	sec = memhp_kzalloc_obj(*sec, GFP_KERNEL);
 	if (!sec)
 		return -ENOMEM;
 	sec->nr = nr;

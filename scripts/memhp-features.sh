@@ -68,14 +68,25 @@ probe page-flags.h 'static inline bool page_has_movable_ops\(' MEMHP_HAVE_PAGE_M
 probe page-flags.h '^#define FOLIO_MAPPING_FLAGS[[:space:]]' MEMHP_HAVE_FOLIO_MAPPING_FLAGS
 # "mm: introduce memdesc_flags_t": page->flags is a struct, its word .f.
 probe mm_types.h '^\} memdesc_flags_t;' MEMHP_HAVE_MEMDESC_FLAGS_T
+# "slab: Introduce kmalloc_obj() and family": typed allocation of one
+# object (7.3's checkpatch prefers it to kmalloc(sizeof(...))).
+probe slab.h '^#define kmalloc_obj\(' MEMHP_HAVE_KMALLOC_OBJ
 # Driver-owned movable pages: __SetPageMovable() puts a driver's
 # movable_operations in page->mapping. Removed with the movable_ops rework
 # ("mm/migrate: remove __ClearPageMovable()", "mm: remove
 # __SetPageMovable()"): the core now finds the ops by page type (balloon,
-# zsmalloc) only, registered with set_movable_ops(). mm/Kbuild builds
-# migrate_test only where __SetPageMovable() exists.
+# zsmalloc) only, registered with set_movable_ops(). migrate_test then
+# makes its pages balloon pages (below).
 probe2 migrate.h 'void __SetPageMovable\(struct page \*page,' \
 	'int set_movable_ops\(const struct movable_operations \*ops,' MEMHP_HAVE_DRIVER_MOVABLE_PAGES
+# The balloon API in <linux/balloon.h> (7.3; <linux/balloon_compaction.h>
+# before, CONFIG_BALLOON_COMPACTION then CONFIG_BALLOON_MIGRATION), where
+# the balloon core, not the driver, hands a migrated page's registration
+# over: migrate_test's pages are balloon pages where driver-owned movable
+# pages are gone. A kernel with neither (balloon_compaction.h and no
+# __SetPageMovable()) gets no migrate_test (mm/Kbuild).
+[ ! -r "$inc/balloon.h" ] ||
+	probe balloon.h '^size_t balloon_page_list_dequeue\(' MEMHP_HAVE_BALLOON_PAGES
 # alloc_contig_range() takes acr_flags_t (ACR_FLAGS_NONE, ACR_FLAGS_CMA)
 # where it took a migratetype: MIGRATE_MOVABLE, 1, would now mean
 # ACR_FLAGS_CMA (sparse reports the different base types; gcc does not).

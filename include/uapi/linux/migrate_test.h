@@ -93,6 +93,10 @@ struct migrate_test_stats {
 	__u64 failed;		/* ioctl migrations rolled back */
 	__u64 rollback_timeout;	/* rolled back: references did not drop */
 	__u64 rollback_nomem;	/* rolled back: no new page */
+	/*
+	 * core_isolated and core_putback stay 0 where the pages are balloon
+	 * pages: the kernel's balloon code isolates and puts them back.
+	 */
 	__u64 core_isolated;	/* isolate_page() callbacks that accepted */
 	__u64 core_migrated;	/* migrate_page() callbacks that moved */
 	__u64 core_eagain;	/* migrate_page() callbacks that refused */
