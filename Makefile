@@ -13,22 +13,20 @@ VENV	:= $(TOP)/.venv
 PY	:= $(VENV)/bin/python
 SETUP	:= $(TOP)/tools/setup.sh
 
-# The two kernels the suite targets, newest installed of each (setup
-# installs both): Debian's 6.1 (bookworm) and 6.12 (bookworm's linux-6.12).
+# The kernels the suite targets, newest installed of each (make setup
+# installs them): Debian's 6.1 (bookworm), 6.12 (bookworm's linux-6.12) and
+# 7.3 (trixie-backports). 7.3's headers were made with gcc-14 (bookworm
+# has gcc-12), so setup puts them into a trixie root with that compiler,
+# BUILD_ROOT, and its image into /usr/lib/modules; see
+# Documentation/kernel-compat.rst.
+BUILD_ROOT ?= /var/cache/memhp-lab/trixie-root
 KVER_61	 := $(shell ls /lib/modules 2>/dev/null | grep -E '^6\.1\.0-[0-9]+-amd64$$' | sort -V | tail -n1)
 KVER_612 := $(shell ls /lib/modules 2>/dev/null | \
 	      grep -E '^6\.12\.[0-9]+\+deb[0-9]+(\.[0-9]+)?-amd64$$' | sort -V | tail -n1)
-# Every kernel `make check`, `make run` and `make modules-all` cover.
-KVERS	?= $(strip $(KVER_61) $(KVER_612))
-
-# Debian's 7.3 (trixie-backports), built for but not yet tested (not in
-# KVERS): `make setup-7.3` puts its headers into a trixie root with the
-# gcc-14 it was built with (bookworm has gcc-12), BUILD_ROOT, and its image
-# into /usr/lib/modules. See Documentation/kernel-compat.rst.
-BUILD_ROOT ?= /var/cache/memhp-lab/trixie-root
 KVER_73	 := $(shell ls /lib/modules $(BUILD_ROOT)/usr/lib/modules 2>/dev/null | \
 	      grep -E '^7\.3\.[0-9]+\+deb[0-9]+(\.[0-9]+)?-amd64$$' | sort -uV | tail -n1)
-KVERS_ALL := $(strip $(KVER_61) $(KVER_612) $(KVER_73))
+# Every kernel `make check`, `make run` and `make modules-all` cover.
+KVERS	?= $(strip $(KVER_61) $(KVER_612) $(KVER_73))
 
 # One kernel per build: KVER=<release> builds against its headers,
 # KDIR=<tree> against any configured tree (KVER is then its release,
@@ -56,7 +54,8 @@ KCC	:= $(shell sed -n 's/^CONFIG_CC_VERSION_TEXT="\{0,1\}\([^ "]*\).*/\1/p' \
 ifneq ($(KCC),)
 ifeq ($(shell command -v $(KCC)),)
 ifneq ($(wildcard $(BUILD_ROOT)/usr/bin/$(KCC)),)
-KMAKE	= $(TOP)/tools/in-build-root.sh $(BUILD_ROOT) $(TOP) make
+IN_ROOT	= $(TOP)/tools/in-build-root.sh $(BUILD_ROOT) $(TOP)
+KMAKE	= $(IN_ROOT) make
 KDIR_K	= $(patsubst $(BUILD_ROOT)/%,/%,$(KDIR))
 endif
 endif
@@ -75,8 +74,10 @@ MOD_SRCS = $(shell cd $(TOP) && find Kbuild mm drivers include scripts -name Kbu
 # Our C sources that checkpatch must accept (kernel and user space alike).
 CHECKPATCH_FILES = $(shell cd $(TOP) && git ls-files -co --exclude-standard \
 		     -- '*.c' '*.h' | grep -v '^build/')
-# Both kernels' checkpatch.pl: 6.12's knows more (const structs, strcpy).
-CHECKPATCH	 = $(KSRC)/scripts/checkpatch.pl $(BUILD)/ksrc-6.12/scripts/checkpatch.pl
+# Each kernel's checkpatch.pl: 6.12's knows more (const structs, strcpy),
+# 7.3's more again (kmalloc_obj()).
+CHECKPATCH	 = $(KSRC)/scripts/checkpatch.pl $(BUILD)/ksrc-6.12/scripts/checkpatch.pl \
+		   $(BUILD)/ksrc-7.3/scripts/checkpatch.pl
 # Ignored types: FILE_PATH_CHANGES (MAINTAINERS does not apply out of tree),
 # CAMELCASE (kernel page-flag APIs such as __SetPageMovable or PageOffline
 # are CamelCase by design; checkpatch accepts them only when it can read the
@@ -86,7 +87,7 @@ CHECKPATCH_FLAGS = --no-tree --strict --quiet --no-summary --show-types --terse 
 
 .PHONY: all modules modules-all mod-tree kver-check clean setup setup-check checkpatch sparse unit \
 	selftests check check-long run help install dkms-install dkms-check vm-shell print-kver print-kvers \
-	process-words setup-7.3 print-kvers-all count profile
+	process-words setup-7.3 count profile
 
 all: modules
 
@@ -98,8 +99,7 @@ setup:
 setup-check:
 	@$(SETUP) --check --quiet >/dev/null 2>&1 || $(SETUP)
 
-# Opt-in: Debian's 7.3 (headers, image, trixie build root); not part of
-# `make setup`.
+# The 7.3 part of `make setup` alone (headers, image, trixie build root).
 setup-7.3:
 	@$(SETUP) --kernel 7.3
 
@@ -131,7 +131,7 @@ mod-tree: kver-check
 # The modules for every kernel of KVERS.
 modules-all: setup-check
 	@set -e; for k in $(KVERS); do \
-		$(MAKE) --no-print-directory KVER=$$k KDIR=/lib/modules/$$k/build modules; done
+		$(MAKE) --no-print-directory KVER=$$k modules; done
 
 clean:
 	-for d in $(BUILD)/modules/*/; do [ -d "$$d" ] && \
@@ -142,7 +142,7 @@ clean:
 	rm -rf $(BUILD)/unit $(BUILD)/selftests $(BUILD)/vm
 
 # Static checks: both print nothing and exit 0 when the tree is clean.
-# The two checkpatch.pl run side by side (one per core), each into its
+# The checkpatch.pl run side by side, each into its
 # own file, printed afterwards in order.
 checkpatch: setup-check
 	@cd $(TOP) && rc=0 && out=$$(mktemp -d) && i=0 && for cp in $(CHECKPATCH); do \
@@ -247,9 +247,10 @@ dkms-install: setup-check
 	dkms install $(TOP) -k $(KVER)
 
 # dkms.conf is right: DKMS builds every module of it for KVER in throwaway
-# trees (nothing registered or installed on this machine).
+# trees (nothing registered or installed on this machine); in the build
+# root where the kernel's Kbuild step runs there (its dkms).
 dkms-check: setup-check
-	@$(TOP)/tools/dkms-check.sh $(KVER)
+	@$(IN_ROOT) $(TOP)/tools/dkms-check.sh $(KVER)
 
 print-kver:
 	@echo $(KVER)
@@ -257,25 +258,21 @@ print-kver:
 print-kvers:
 	@echo $(KVERS)
 
-print-kvers-all:
-	@echo $(KVERS_ALL)
 
 help:
 	@echo 'memhp-lab targets (KVER=$(KVER), KDIR=$(KDIR); kernels: $(KVERS))'
 	@echo '  make [modules]  build every module for KVER into build/modules/KVER/, -Werror'
 	@echo '                  (KVER=<release> or KDIR=<tree> picks the kernel; default 6.1)'
-	@echo '  make modules-all  the modules for every kernel of KVERS (6.1 and 6.12)'
+	@echo '  make modules-all  the modules for every kernel of KVERS (6.1, 6.12 and 7.3)'
 	@echo '  make print-kvers  the kernel releases check and run cover'
-	@echo '  make print-kvers-all  those and the ones built for only (7.3)'
-	@echo '  make setup-7.3  opt-in: Debian 7.3 headers, image and a trixie build root (gcc-14);'
-	@echo '                  then make KVER=<7.3 release> modules|sparse (migrate_test not built)'
+	@echo '  make setup-7.3  only the 7.3 part of make setup: headers, image, trixie build root'
 	@echo '  make setup      install apt packages, extract linux-source pieces, create .venv'
 	@echo '  make check      unit tests, build, checkpatch, sparse, selftests in QEMU guests'
 	@echo '                  on each kernel; ends with a KTAP "# Totals:" line'
 	@echo '                  (CHECK_ARGS="--help"; CHECK_ARGS="--kernels 6.12" for one kernel)'
 	@echo '  make check-long the guest tests at their long forms (SOAK_OPS=1000,'
 	@echo '                  FUZZ_RANDOM=5000: CHECK_LONG_ENV); hours on 2 cores'
-	@echo '  make run        experiments in guests on both kernels, side by side with ratios,'
+	@echo '  make run        experiments in guests on every kernel, side by side with ratios,'
 	@echo '                  results/report.md (RUN_ARGS="--kernels 6.1" for one; "--help");'
 	@echo '                  FULL=1: every experiment at its full repetitions; COUNT=1:'
 	@echo '                  instruction counts of the phases experiments mark (slower)'
@@ -287,7 +284,7 @@ help:
 	@echo '  make check-debug  selftests on a KASAN/lockdep/kmemleak kernel (builds it once)'
 	@echo '  make bench-pfn  pfn lookup benchmark, 5 section tables (BENCH_ARGS=--full: 100M)'
 	@echo '  make selftests  build the in-guest selftests'
-	@echo '  make checkpatch 6.1 and 6.12 checkpatch.pl --no-tree --strict on our C (silent if clean)'
+	@echo '  make checkpatch 6.1, 6.12 and 7.3 checkpatch.pl --no-tree --strict on our C (silent if clean)'
 	@echo '  make sparse     the modules for KVER through sparse, C=2 (silent if clean)'
 	@echo '  make process-words  no tracker numbers or past runs in the tree (silent if clean)'
 	@echo '  make vm-shell CMD=...  run one command as root in a hotplug-capable guest'

@@ -36,5 +36,5 @@ exec unshare --mount --propagation private sh -ec '
 	shift 2
 	mount --bind "$top" "$root$top"
 	mount -t proc proc "$root/proc"
-	exec chroot "$root" env PATH=/usr/local/bin:/usr/bin:/bin "$@"
+	exec chroot "$root" env PATH=/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin "$@"
 ' in-build-root "$root" "$top" "$@"

@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash
 #
-# tools/setup.sh --kernel 7.3 (sourced by it; make setup-7.3): Debian's 7.3
-# from trixie-backports, for building the modules (not part of make setup:
-# make check and make run do not cover 7.3 yet). Uses setup.sh's TOP,
+# tools/setup.sh --kernel 7.3 (sourced by it; make setup runs it, make
+# setup-7.3 alone): Debian's 7.3 from trixie-backports, the third kernel
+# of make check and make run. Uses setup.sh's TOP,
 # BUILD, check_only, quiet, say, sudo_cmd. Every step is skipped when its
 # result is there already, so a second run prints only the ready line.
 #
@@ -21,9 +21,10 @@ TBPO_PIN=1
 IMAGE_DEBS_73=(linux-binary-$KVER_73 linux-modules-$KVER_73 linux-base-$KVER_73)
 HEADER_DEBS_73=(linux-headers-$KVER_73 linux-headers-$ABI_73-common linux-kbuild-$ABI_73)
 SOURCE_DEB_73=linux-source-7.3
-# The trixie root: the compiler the 7.3 headers name (gcc-14) and what
-# Kbuild, objtool and make sparse need.
-ROOT_PACKAGES_73=gcc-14,make,libelf-dev,bc,flex,bison,libssl-dev,kmod,pahole,sparse
+# The trixie root: the compiler the 7.3 headers name (gcc-14), what
+# Kbuild, objtool and make sparse need, and dkms and git for make
+# dkms-check.
+ROOT_PACKAGES_73=gcc-14,make,libelf-dev,bc,flex,bison,libssl-dev,kmod,pahole,sparse,dkms,git
 
 missing=()
 
@@ -115,7 +116,8 @@ fi
 
 # The trixie build root (made in ROOT.tmp, renamed when complete), then
 # the 7.3 headers and kbuild tools unpacked into it.
-if [ ! -x "$ROOT_73/usr/bin/x86_64-linux-gnu-gcc-14" ] || [ ! -x "$ROOT_73/usr/bin/sparse" ]; then
+if [ ! -x "$ROOT_73/usr/bin/x86_64-linux-gnu-gcc-14" ] || [ ! -x "$ROOT_73/usr/bin/sparse" ] ||
+   [ ! -x "$ROOT_73/usr/sbin/dkms" ] || [ ! -x "$ROOT_73/usr/bin/git" ]; then
 	missing+=("trixie build root $ROOT_73 ($ROOT_PACKAGES_73)")
 	if [ "$check_only" = 0 ]; then
 		if ! command -v mmdebstrap >/dev/null; then

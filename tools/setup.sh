@@ -27,9 +27,9 @@
 #   venv: .venv with the pinned PyPI packages of tools/testing/vm/requirements.txt
 #         (virtme-ng, qemu.qmp, matplotlib).
 #
-# --kernel 7.3 (make setup-7.3), opt-in, instead of the above: Debian's 7.3
-# from trixie-backports (a sources entry pinned to 1, so nothing installed
-# is upgraded from it), built for but not yet tested. Its headers want
+#   7.3:  Debian's 7.3 from trixie-backports (a sources entry pinned to 1, so
+# nothing installed is upgraded from it), by tools/setup-7.3.sh, which
+# `--kernel 7.3` (make setup-7.3) runs alone. Its headers want
 # gcc-14 and its kbuild tools libc 2.38, which bookworm lacks, so nothing
 # is installed with dpkg: the packages are
 # downloaded to /var/cache/memhp-lab/7.3/, the image (vmlinuz, modules)
@@ -104,7 +104,7 @@ for arg in "$@"; do
 	-h|--help)
 		sed -n '3,/^$/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'
 		echo "usage: $0 [--check] [--quiet]"
-		echo "       $0 --kernel 7.3 [--check] [--quiet]   (opt-in, make setup-7.3)"
+		echo "       $0 --kernel 7.3 [--check] [--quiet]   (the 7.3 part alone, make setup-7.3)"
 		exit 0 ;;
 	*) echo "setup: unknown argument '$arg'" >&2; exit 2 ;;
 	esac
@@ -321,6 +321,15 @@ if [ ! -x "$VENV/bin/python" ] || ! cmp -s "$REQ" "$venv_stamp"; then
 		"$VENV/bin/pip" install -q --disable-pip-version-check -r "$REQ"
 		cp "$REQ" "$venv_stamp"
 	fi
+fi
+
+# --- Debian's 7.3: the same script, in a process of its own ---------------------
+opts_73=()
+[ "$check_only" = 0 ] || opts_73+=(--check)
+[ "$quiet" = 0 ] || opts_73+=(--quiet)
+if ! "$0" --kernel 7.3 "${opts_73[@]}"; then
+	[ "$check_only" = 1 ] || exit 1
+	missing+=("Debian's 7.3 (listed above)")
 fi
 
 if [ "$check_only" = 1 ]; then

@@ -6,10 +6,10 @@ Stages, in order:
   unit     user-space unit tests of the portable cores (make unit)
   static   for each kernel: modules build with -Werror, sparse, DKMS build
            of dkms.conf in a scratch tree; once: selftests build,
-           checkpatch (6.1's and 6.12's checkpatch.pl), process words
+           checkpatch (6.1's, 6.12's and 7.3's checkpatch.pl), process words
            (scripts/process-words.txt)
   guest    the selftests of tools/testing/selftests/memhp inside QEMU
-           guests, once per kernel (Debian's 6.1 and 6.12: `make
+           guests, once per kernel (Debian's 6.1, 6.12 and 7.3: `make
            print-kvers`), a KTAP node per kernel ("guest 6.12.117+deb12-amd64");
            tests naming the same `memhp-vm:` options share one boot
   runner   the VM runner's own tests (tools/testing/vm/selftest.sh): it must
@@ -186,7 +186,7 @@ def stage_static(args):
     steps += [("selftests build", ["make", "--no-print-directory", "selftests"]),
               ("memhp-count plugin and memhp-mark build with -Werror",
                ["make", "--no-print-directory", "count"]),
-              ("checkpatch --strict clean (6.1 and 6.12 checkpatch.pl)",
+              ("checkpatch --strict clean (6.1, 6.12 and 7.3 checkpatch.pl)",
                ["make", "--no-print-directory", "checkpatch"]),
               ("no development-process words in the tree (make process-words)",
                ["make", "--no-print-directory", "process-words"])]
@@ -303,7 +303,8 @@ def vm_messages(output):
 
 
 def stage_guest(args, kver, kernel):
-    """Every selftest group in guests booted from kernel (a bzImage).
+    """Every selftest group in guests booted from kernel (memhp-vm --kernel:
+    an installed release or a bzImage).
 
     The kernels' guests run one after the other: under TCG a guest's two
     vCPUs are two host threads, and two guests on a 2-core host over-commit
@@ -433,8 +434,8 @@ def main():
                    "KDIR, named by --kernel-release")
     p.add_argument("--kernel-release", default="", help="the release of --kernel")
     p.add_argument("--kernels", default="",
-                   help="comma-separated releases or series (6.1, 6.12) to test; default: "
-                   "both (make print-kvers)")
+                   help="comma-separated releases or series (6.1, 6.12, 7.3) to test; "
+                   "default: all (make print-kvers)")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                    help="set in every guest test's environment (repeatable), e.g. "
                    "SOAK_OPS=1000, FUZZ_RANDOM=5000: the long forms "
@@ -482,7 +483,7 @@ def main():
         else:
             for k in args.kernels:
                 stages.append((f"guest {k}",
-                               lambda a, k=k: stage_guest(a, k, f"/boot/vmlinuz-{k}")))
+                               lambda a, k=k: stage_guest(a, k, k)))
 
     t0 = time.monotonic()
     print("KTAP version 1")

@@ -13,12 +13,13 @@ Each experiment is a directory tools/testing/experiments/<NN-name>/ with:
            (--count on: every guest). Off by default: counting changes what
            the experiments' own timings measure (the marker process, the
            plugin's cost)
-Every experiment runs on every kernel of `make print-kvers` (Debian's 6.1 and
-6.12; --kernels picks), the kernels one after the other for each experiment,
-so both see the same host load. Results go to results/<release>/<NN-name>/;
+Every experiment runs on every kernel of `make print-kvers` (Debian's 6.1,
+6.12 and 7.3; --kernels picks), the kernels one after the other for each
+experiment, so all see the same host load. Results go to results/<release>/<NN-name>/;
 results/report.md starts with the kernels side by side (every markdown table
-of both summaries, rows joined by their leading label cells, each numeric
-column as oldest | newest | newest/oldest), then each kernel's own summaries.
+of the first kernel's summaries beside the same table of each other kernel,
+rows joined by their leading label cells, each numeric column as first |
+other | other/first), then each kernel's own summaries.
 """
 
 import argparse
@@ -384,8 +385,8 @@ def main():
     p.add_argument("--only", default="", help="comma-separated experiments (names or NN prefixes)")
     p.add_argument("--list", action="store_true", help="list the experiments")
     p.add_argument("--kernels", default="",
-                   help="comma-separated releases or series (6.1, 6.12); default: both "
-                   "(make print-kvers); the first is the base of the ratios")
+                   help="comma-separated releases or series (6.1, 6.12, 7.3); default: "
+                   "all (make print-kvers); the first is the base of the ratios")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                    help="set in every guest and host part (repeatable), e.g. CYCLES=2, "
                    "ROUNDS=6, REPS=3, SEEDS=5: fewer repetitions")
@@ -489,7 +490,8 @@ def main():
     report.append("")
     if len(kvers) > 1:
         report.append(f"## {' vs '.join(series(k) for k in kvers)}: side by side\n")
-        report.append("Every table of both summaries; rows joined by their label cells; for each "
+        report.append(f"Every table of the {series(kvers[0])} summaries beside the same table of "
+                      "each newer kernel; rows joined by their label cells; for each "
                       "numeric column that differs, both figures and the ratio. Where a table "
                       "has min and max columns, *ranges overlap* says whether the two kernels' "
                       "min-max ranges overlap (no: the difference exceeds the spread seen in "
