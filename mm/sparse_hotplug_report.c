@@ -134,6 +134,15 @@ static enum sparse_hp_class sparse_hp_classify(unsigned long pfn,
 	head = compound_head(page);
 	if (PageHuge(head))
 		return SPARSE_HP_HUGETLB;
+	/*
+	 * Typed before counted: slab pages are allocated frozen (refcount
+	 * 0) where the slab allocator uses frozen pages (7.3), and would
+	 * otherwise pass for free.
+	 */
+	if (PageSlab(head))
+		return SPARSE_HP_SLAB;
+	if (PageTable(page))
+		return SPARSE_HP_PAGE_TABLES;
 	if (!page_count(page))
 		return SPARSE_HP_FREE;	/* on a per-cpu list, or being freed */
 	if (memhp_page_maybe_dma_pinned(page))
@@ -145,10 +154,6 @@ static enum sparse_hp_class sparse_hp_classify(unsigned long pfn,
 	}
 	if (memhp_page_has_movable_ops(head))
 		return SPARSE_HP_NONLRU_MOVABLE;
-	if (PageSlab(head))
-		return SPARSE_HP_SLAB;
-	if (PageTable(page))
-		return SPARSE_HP_PAGE_TABLES;
 	if (PageReserved(page))
 		return SPARSE_HP_RESERVED;
 	/*
