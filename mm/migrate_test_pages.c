@@ -323,15 +323,6 @@ static void mtest_free_indexes(struct mtest_ctx *ctx)
 {
 }
 
-static bool mtest_birth_begin(void)
-{
-	return true;
-}
-
-static void mtest_birth_end(void)
-{
-}
-
 static int mtest_mechanism_init(void)
 {
 	return 0;
@@ -497,52 +488,24 @@ static void mtest_free_indexes(struct mtest_ctx *ctx)
  * find replaced by whatever the boot kernel left there, so hibernation is
  * refused while any exists. (/proc/kcore and dump tools skip them too.)
  */
-static DECLARE_RWSEM(mtest_pm_sem);	/* mtest_hibernating, page births */
-static bool mtest_hibernating;
-
+/*
+ * Refused while pages exist. Pages made after an accepted
+ * PM_HIBERNATION_PREPARE, before the freezer stops their tasks, are not
+ * refused: holding faults back in that window would spin a fault taken
+ * inside a system call (copy_from_user() retries a VM_FAULT_NOPAGE fault
+ * without a signal check), unkillable, for as long as /dev/snapshot
+ * stays open. The window is in Documentation/admin-guide/migrate_test.rst.
+ */
 static int mtest_pm_notify(struct notifier_block *nb, unsigned long action,
 			   void *data)
 {
-	s64 pages;
+	s64 pages = atomic64_read(&mtest_stats[MTEST_PAGES]);
 
-	switch (action) {
-	case PM_HIBERNATION_PREPARE:
-		down_write(&mtest_pm_sem);
-		pages = atomic64_read(&mtest_stats[MTEST_PAGES]);
-		mtest_hibernating = !pages;
-		up_write(&mtest_pm_sem);
-		if (!pages)
-			return NOTIFY_OK;
-		pr_warn("hibernation refused: %lld pages of user data are balloon pages, which it does not save\n",
-			pages);
-		return notifier_from_errno(-EBUSY);
-	case PM_POST_HIBERNATION:
-		down_write(&mtest_pm_sem);
-		mtest_hibernating = false;
-		up_write(&mtest_pm_sem);
-		return NOTIFY_OK;
-	}
-	return NOTIFY_DONE;
-}
-
-/*
- * From an accepted PM_HIBERNATION_PREPARE to its PM_POST_HIBERNATION no
- * page is born: user tasks run until the freezer stops them, and a page
- * they made meanwhile would not be in the image. mtest_populate() holds
- * the read side from this check until the page is counted.
- */
-static bool mtest_birth_begin(void)
-{
-	down_read(&mtest_pm_sem);
-	if (!mtest_hibernating)
-		return true;
-	up_read(&mtest_pm_sem);
-	return false;
-}
-
-static void mtest_birth_end(void)
-{
-	up_read(&mtest_pm_sem);
+	if (action != PM_HIBERNATION_PREPARE || !pages)
+		return NOTIFY_DONE;
+	pr_warn("hibernation refused: %lld pages of user data are balloon pages, which it does not save\n",
+		pages);
+	return notifier_from_errno(-EBUSY);
 }
 
 static struct notifier_block mtest_pm_nb = {
@@ -565,38 +528,26 @@ static vm_fault_t mtest_populate(struct mtest_ctx *ctx, pgoff_t index)
 {
 	struct page *page, *old;
 
-	vm_fault_t ret = 0;
-
 	if (mtest_prepare_index(ctx, index))
 		return VM_FAULT_OOM;
-	if (!mtest_birth_begin()) {	/* hibernating: fault again */
-		cond_resched();
-		return VM_FAULT_NOPAGE;
-	}
 	page = alloc_page(GFP_HIGHUSER_MOVABLE | __GFP_ZERO);
-	if (!page) {
-		ret = VM_FAULT_OOM;
-		goto out;
-	}
+	if (!page)
+		return VM_FAULT_OOM;
 	if (!trylock_page(page)) {	/* a speculative locker: give up */
 		put_page(page);
-		goto out;
+		return 0;
 	}
 	old = xa_cmpxchg(&ctx->pages, index, NULL, page, GFP_KERNEL);
 	if (old) {
 		unlock_page(page);
 		put_page(page);
-		if (xa_is_err(old))
-			ret = VM_FAULT_OOM;
-		goto out;
+		return xa_is_err(old) ? VM_FAULT_OOM : 0;
 	}
 	/* Movable only now that it is ours; still locked, so not isolated. */
 	mtest_set_movable(ctx, index, page);
 	unlock_page(page);
 	mtest_page_born();
-out:
-	mtest_birth_end();
-	return ret;
+	return 0;
 }
 
 /* Map @page (locked, current) at @addr: a special pte, no page reference. */

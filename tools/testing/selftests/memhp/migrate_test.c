@@ -13,7 +13,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -849,44 +848,16 @@ static long vmstat_value(const char *name)
 	return v;
 }
 
-/* A child that maps a page of DEV, touches it and says so on @wfd. */
-static pid_t toucher(int wfd)
-{
-	pid_t pid = fork();
-
-	if (!pid) {
-		int fd = open(DEV, O_RDWR);
-		char *b;
-
-		b = mmap(NULL, psz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		if (fd < 0 || b == MAP_FAILED)
-			_exit(1);
-		b[0] = 1;
-		_exit(write(wfd, "x", 1) == 1 ? 0 : 1);
-	}
-	return pid;
-}
-
-/* Did a byte arrive on @rfd within @ms? */
-static int arrives(int rfd, int ms)
-{
-	struct pollfd p = { .fd = rfd, .events = POLLIN };
-
-	return poll(&p, 1, ms) == 1;
-}
-
 /*
  * Where the pages are balloon pages, which hibernation does not save, the
  * module refuses it (PM_HIBERNATION_PREPARE, here through /dev/snapshot's
- * open) while any exists; once it accepted, no page is made until
- * PM_POST_HIBERNATION (the snapshot device's close): a fault waits.
+ * open) while any exists, and lets it be once none does.
  */
 TEST(hibernation_refused_while_balloon_pages)
 {
-	int fd, snap, p[2], status;
+	int fd, snap;
 	long b0, b1;
 	char *buf;
-	pid_t pid;
 
 	psz = sysconf(_SC_PAGESIZE);
 	fd = open(DEV, O_RDWR);
@@ -894,9 +865,10 @@ TEST(hibernation_refused_while_balloon_pages)
 		SKIP(return, DEV " missing");
 	buf = mmap(NULL, psz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	ASSERT_NE(buf, MAP_FAILED);
-	b0 = vmstat_value("nr_balloon_pages");
+	/* An event count is exact at every read (nr_balloon_pages lags). */
+	b0 = vmstat_value("balloon_inflate");
 	buf[0] = 1;
-	b1 = vmstat_value("nr_balloon_pages");
+	b1 = vmstat_value("balloon_inflate");
 	if (b0 < 0 || b1 <= b0) {
 		munmap(buf, psz);
 		close(fd);
@@ -907,7 +879,7 @@ TEST(hibernation_refused_while_balloon_pages)
 	if (snap < 0 && errno != EBUSY) {
 		munmap(buf, psz);
 		close(fd);
-		SKIP(return, "/dev/snapshot: %s", strerror(errno));
+		SKIP(return, "/dev/snapshot: %s (hibernation not available)", strerror(errno));
 	}
 	EXPECT_LT(snap, 0);
 	EXPECT_EQ(errno, EBUSY);
@@ -916,19 +888,11 @@ TEST(hibernation_refused_while_balloon_pages)
 	munmap(buf, psz);
 	close(fd);
 
-	/* No page left: accepted; a new page waits for the close. */
+	/* No page left: accepted. */
 	snap = open("/dev/snapshot", O_RDONLY);
-	ASSERT_GE(snap, 0) TH_LOG("/dev/snapshot with no page: %s", strerror(errno));
-	ASSERT_EQ(pipe(p), 0);
-	pid = toucher(p[1]);
-	ASSERT_GE(pid, 0);
-	EXPECT_FALSE(arrives(p[0], 1000)) TH_LOG("a page was made while hibernating");
-	close(snap);
-	EXPECT_TRUE(arrives(p[0], 10000)) TH_LOG("no page after PM_POST_HIBERNATION");
-	kill(pid, SIGKILL);
-	ASSERT_EQ(waitpid(pid, &status, 0), pid);
-	close(p[0]);
-	close(p[1]);
+	EXPECT_GE(snap, 0) TH_LOG("/dev/snapshot with no page: %s", strerror(errno));
+	if (snap >= 0)
+		close(snap);
 }
 
 /* The module cannot go while a mapping (without any open fd) remains. */
