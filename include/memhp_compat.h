@@ -248,6 +248,21 @@ static inline unsigned long memhp_page_flags(struct page *page)
 #endif
 
 /*
+ * A large kmalloc allocation (more than the biggest slab). Where it is a
+ * page type (MEMHP_HAVE_PAGE_LARGE_KMALLOC, 7.3) it is allocated frozen,
+ * refcount 0, as slab pages are; elsewhere it is a compound page with a
+ * reference, which the offline report counts as "other".
+ */
+static inline bool memhp_page_large_kmalloc(struct page *head)
+{
+#ifdef MEMHP_HAVE_PAGE_LARGE_KMALLOC
+	return PageLargeKmalloc(head);
+#else
+	return false;
+#endif
+}
+
+/*
  * One object of @p's type (a variable or a type), as kmalloc_obj() and
  * kzalloc_obj() allocate it where the kernel has them ("slab: Introduce
  * kmalloc_obj() and family"; 7.3's checkpatch asks for them over

@@ -135,13 +135,14 @@ static enum sparse_hp_class sparse_hp_classify(unsigned long pfn,
 	if (PageHuge(head))
 		return SPARSE_HP_HUGETLB;
 	/*
-	 * Typed before counted: slab pages are allocated frozen (refcount
-	 * 0) where the slab allocator uses frozen pages (7.3), and would
-	 * otherwise pass for free.
+	 * Typed before counted: slab and large kmalloc pages are allocated
+	 * frozen (refcount 0) where the slab allocator uses frozen pages
+	 * (7.3), and would otherwise pass for free. A page table may be a
+	 * compound page (x86's PTI pgd): its type is on the head.
 	 */
-	if (PageSlab(head))
+	if (PageSlab(head) || memhp_page_large_kmalloc(head))
 		return SPARSE_HP_SLAB;
-	if (PageTable(page))
+	if (PageTable(head))
 		return SPARSE_HP_PAGE_TABLES;
 	if (!page_count(page))
 		return SPARSE_HP_FREE;	/* on a per-cpu list, or being freed */

@@ -66,6 +66,9 @@ probe page-flags.h 'static inline bool page_has_movable_ops\(' MEMHP_HAVE_PAGE_M
 # bits of page->mapping are FOLIO_MAPPING_ANON/_KSM, masked by
 # FOLIO_MAPPING_FLAGS.
 probe page-flags.h '^#define FOLIO_MAPPING_FLAGS[[:space:]]' MEMHP_HAVE_FOLIO_MAPPING_FLAGS
+# Large kmalloc allocations are a page type of their own (PGTY_large_kmalloc,
+# 7.3), allocated frozen like slab pages.
+probe page-flags.h '^PAGE_TYPE_OPS\(LargeKmalloc,' MEMHP_HAVE_PAGE_LARGE_KMALLOC
 # "mm: introduce memdesc_flags_t": page->flags is a struct, its word .f.
 probe mm_types.h '^\} memdesc_flags_t;' MEMHP_HAVE_MEMDESC_FLAGS_T
 # "slab: Introduce kmalloc_obj() and family": typed allocation of one
