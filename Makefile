@@ -105,6 +105,14 @@ setup-7.3:
 
 modules: setup-check mod-tree
 	$(KMAKE) -C $(KDIR_K) M=$(MODOUT) modules
+	@$(call copy-uapi,virtio_mem.h)
+
+# The kernel's own uapi headers the guest tests read (virtio_mem.h's
+# feature bits), beside the modules in build/modules/KVER/uapi/: a guest
+# sees the repository, and not a build root's headers.
+KSOURCE = $(firstword $(wildcard /lib/modules/$(KVER)/source $(BUILD_ROOT)/usr/lib/modules/$(KVER)/source))
+copy-uapi = [ -z "$(KSOURCE)" ] || [ ! -r $(KSOURCE)/include/uapi/linux/$(1) ] || \
+	install -D -m 644 $(KSOURCE)/include/uapi/linux/$(1) $(MODOUT)/uapi/linux/$(1)
 
 # KVER and KDIR must name one kernel: a build filed under one release but
 # compiled against another's headers only shows at insmod (vermagic).

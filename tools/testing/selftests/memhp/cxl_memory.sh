@@ -61,7 +61,7 @@ if [ $rc != 0 ]; then
 fi
 
 ktap_print_header
-ktap_set_plan 29
+ktap_set_plan 30
 
 memhp_load sparse_hotplug || ktap_exit_fail_msg "cannot load sparse_hotplug"
 spb=$(($(block_size_bytes) / 0x$(cat $SHP/section_size_bytes)))
@@ -356,112 +356,7 @@ ktap_test_result "MemTotal, block list, sections and CXL objects back" \
 	eval '[ "$memtotal2" = "$memtotal0" ] && memory_blocks | cmp -s - "$tmp/blocks0" &&
 	 sections_gone && cxl_clean'
 
-# 13-22: the CXL memory onlined to ZONE_NORMAL, where unmovable pages
-# can land: page tables (14-16), a page pinned with FOLL_LONGTERM (17-22),
-# with which removal must fail, say why, and change nothing.
-cxl_add --zone normal
-add_rc=$?
-ktap_test_result "memhp-cxl add --zone normal" eval '[ $add_rc = 0 ] && [ "$zone" = Normal ]'
-
-# 14-16: unmovable kernel pages on the CXL node. With its memory in
-# ZONE_NORMAL, MPOL_BIND to the node applies to GFP_KERNEL allocations
-# too: memhp_ptables binds itself to the node only while it faults one
-# page per 2 MiB, so 63 page-table pages (unmovable: isolation fails
-# with EBUSY) come from the node, and nothing else of the kernel's. Not
-# `numactl --membind` on a whole program: that also puts slab pages of
-# its exec and files there, which other objects keep after it exits, and
-# the memory can no longer be removed. Which block the page tables land in is the allocator's choice:
-# every CXL block is checked, verdict against a real offline; one must be
-# blocked by page_tables (no pin exists yet), and offlinable again once
-# memhp_ptables has exited.
-"$(memhp_bin memhp_ptables)" "$node" 64 "$tmp/ptables" > "$tmp/ptables.log" &
-holder=$!
-wait_for 300 test -s "$tmp/ptables"
-cat "$tmp/ptables.log"
-ublk=
-for b in $blocks; do
-	for s in $(seq $((b * spb)) $((b * spb + spb - 1))); do
-		uv=$(verdict "$s")
-		ktap_print_msg "section $s: $(report_counts "$s"); verdict $uv"
-		if [ -z "$ublk" ] && [ "${uv#blocked: pfn * page_tables }" != "$uv" ]; then
-			ublk=$b
-		fi
-	done
-done
-ktap_test_result "page tables bound to node $node: block ${ublk:-none} verdict blocked: page_tables" \
-	[ -n "$ublk" ]
-ok=1
-for b in $blocks; do
-	verdict_vs_offline "$b" 30 online_kernel || ok=0
-	[ "$(block_zone "$b")" = Normal ] || ok=0
-done
-ktap_test_result "ZONE_NORMAL CXL blocks: verdicts agree with real offlines (block ${ublk:-none} stays online)" \
-	eval '[ $ok = 1 ] && [ -n "$ublk" ] && [ "$(block_state $ublk)" = online ]'
-kill -USR1 "$holder" 2>/dev/null
-wait "$holder"
-holder=
-ok=1
-if [ -n "$ublk" ]; then
-	verdict_vs_offline "$ublk" 30 online_kernel || ok=0
-	[ "$v" = offlinable ] && [ "$r" = ok ] && [ "$(block_zone "$ublk")" = Normal ] || ok=0
-fi
-ktap_test_result "memhp_ptables exited: block ${ublk:-none} offlinable again, offline succeeds, online again" \
-	eval '[ -n "$ublk" ] && [ $ok = 1 ]'
-
-# 17-19: a page pinned (FOLL_LONGTERM) in the CXL memory. Only the
-# buffer is bound to the node (memhp_pin --node: mbind): under numactl
-# --membind, memhp_pin's own page tables would come from the node too,
-# land in the pinned page's block and make its offline fail with EBUSY
-# before the pin is ever tried.
-"$(memhp_bin memhp_pin)" --node "$node" 8 $first_pfn $end_pfn "$tmp/pinned" \
-	> "$tmp/pin.log" 2>&1 &
-pin=$!
-wait_for 300 test -s "$tmp/pinned"
-sed 's/^/# /' "$tmp/pin.log"
-pfn=$(cat "$tmp/pinned" 2>/dev/null)
-ktap_test_result "a page of the CXL memory pinned: ${pfn:-none}" [ -n "$pfn" ]
-
-# The pinned page's section counts it as dma_pinned and is blocked; its
-# block does not go offline: offline_pages() retries the migration of the
-# pinned page until the signal after PIN_WAIT s (nothing changes with
-# waiting longer: the page stays pinned).
-ps=$(($(printf %d "$pfn" 2>/dev/null) * 4096 / 0x$(cat $SHP/section_size_bytes)))
-pb=$((ps / spb))
-sed 's/^/# /' "$SHP/sections/section$ps/offline_report"
-pv=$(verdict "$ps")
-ktap_test_result "pinned page's section $ps: dma_pinned counted, verdict blocked ($(echo "$pv" | cut -d' ' -f4))" \
-	eval '[ -n "$pfn" ] && ! grep -qx "dma_pinned 0" "$SHP/sections/section$ps/offline_report" &&
-	 [ "${pv#blocked: }" != "$pv" ]'
-PIN_WAIT=5
-verdict_vs_offline "$pb" $PIN_WAIT online_kernel
-ok=$?
-ktap_test_result "pinned block $pb: offline fails (interrupted after $PIN_WAIT s at most) as the verdict says, block online Normal" \
-	eval '[ $ok = 0 ] && [ "$(block_zone $pb)" = Normal ]'
-
-# 20+21: removal while pinned
-
-memtotal3=$(meminfo_kb MemTotal)
-memhp-cxl status > "$tmp/status.before" 2>&1
-if cxl_remove --timeout $((2 * PIN_WAIT)); then rm_rc=0; else rm_rc=$?; fi
-memhp-cxl status > "$tmp/status.after" 2>&1
-ktap_test_result "remove while pinned fails (exit $rm_rc) with a clear error" \
-	eval '[ $rm_rc = 1 ] && grep -q "cannot go offline" "$tmp/rm.err" &&
-	 grep -q "left as it was" "$tmp/rm.err"'
-sed 's/^/# after: /' "$tmp/status.after"
-ktap_test_result "nothing changed: MemTotal, region, dax (kmem), every block online Normal" \
-	eval '[ "$(meminfo_kb MemTotal)" = "$memtotal3" ] && cmp -s "$tmp/status.before" "$tmp/status.after" &&
-	 ! grep -q offline "$tmp/status.after" && grep -q "(kmem)" "$tmp/status.after"'
-
-# 22: once the pin is gone, the removal goes through
-kill "$pin" 2>/dev/null
-wait "$pin" 2>/dev/null
-pin=
-cxl_remove
-rm_rc=$?
-ktap_test_result "remove after the pin is released: ok, MemTotal back" \
-	eval '[ $rm_rc = 0 ] && [ "$(meminfo_kb MemTotal)" = "$memtotal0" ] && cxl_clean'
-
-# 23-25: three add/remove cycles, nothing left behind
+# 13-15: three add/remove cycles, nothing left behind
 census_before
 free0=$(meminfo_kb MemFree)
 for c in 1 2 3; do
@@ -484,7 +379,7 @@ for c in 1 2 3; do
 	ktap_test_result "cycle $c: add +$((CXL_SIZE >> 10)) kB, remove back, nothing left" [ $ok = 1 ]
 done
 
-# 26-28: the page census after the cycles against before (page_census,
+# 16-18: the page census after the cycles against before (page_census,
 # lib.sh). Each cycle allocates and frees the 512 MiB's memmap (8 MiB,
 # in no meminfo counter: "unaccounted"), its memory block, section,
 # region and dax devices (Slab) and runs memhp-cxl, daxctl and cxl. Any
@@ -501,7 +396,7 @@ ktap_test_result "cycles: MemFree + per-cpu free lists within 4 MiB ($(census_gr
 	[ "$(census_grew free)" -gt -4096 ]
 ktap_test_result "cycles: Slab grew by less than 4 MiB ($(census_grew Slab) kB)" [ "$(census_grew Slab)" -lt 4096 ]
 
-# 29: an add whose daxctl step fails is rolled back: the region the
+# 19: an add whose daxctl step fails is rolled back: the region the
 # kernel already onlined as kmem memory (6.12 binds CXL RAM dax devices to
 # kmem by itself, offline here) goes away again with the region.
 MEMHP_CXL_DAXCTL=false cxl_add
@@ -509,6 +404,145 @@ rb_rc=$?
 ktap_test_result "add with daxctl failing: exit $rb_rc, rolled back (no region, DPA free, MemTotal as before)" \
 	eval '[ $rb_rc = 1 ] && grep -q "region.* removed again" "$tmp/add.err" && cxl_clean &&
 	      [ "$(meminfo_kb MemTotal)" = "$memtotal0" ]'
+
+# 20-30: the CXL memory onlined to ZONE_NORMAL, where unmovable pages
+# can land: page tables (14-16), a page pinned with FOLL_LONGTERM (17-22),
+# with which removal must fail, say why, and change nothing.
+cxl_add --zone normal
+add_rc=$?
+ktap_test_result "memhp-cxl add --zone normal" eval '[ $add_rc = 0 ] && [ "$zone" = Normal ]'
+
+# 21: nothing of the kernel's own is in the region yet. Where the add
+# itself puts slab pages there (7.3: the node's kswapd and kcompactd start
+# when it gets ZONE_NORMAL memory, and their objects come from it), the
+# region can no longer be removed: a known issue, the rest of the
+# ZONE_NORMAL cases do not apply, and the region stays.
+kslab=
+for b in $blocks; do
+	for s in $(seq $((b * spb)) $((b * spb + spb - 1))); do
+		case "$(report_counts "$s")" in
+		*slab*) kslab="$kslab $b"; ktap_print_msg "section $s: $(report_counts "$s"); verdict $(verdict "$s")" ;;
+		esac
+	done
+done
+if [ -n "$kslab" ]; then
+	ktap_print_msg "slab caches with slabs on node $node:" \
+		"$(grep -l "N$node=[1-9]" /sys/kernel/slab/*/slabs 2>/dev/null | xargs -r -n1 dirname | xargs -r -n1 basename | tr '\n' ' ')"
+	ktap_test_xfail "ZONE_NORMAL CXL memory holds no kernel slab page right after the add" \
+		"slab pages in block(s)$kslab from the add itself: the region cannot be removed (Documentation/known-issues.rst)"
+	why="the region holds kernel slab pages from its add and cannot be removed (XFAIL above)"
+	for t in "page tables bound to node $node: verdict blocked: page_tables" \
+		 "ZONE_NORMAL CXL blocks: verdicts agree with real offlines" \
+		 "memhp_ptables exited: block offlinable again, offline succeeds, online again" \
+		 "a page of the CXL memory pinned" \
+		 "pinned page's section: dma_pinned counted, verdict blocked" \
+		 "pinned block: offline fails as the verdict says, block online Normal" \
+		 "remove while pinned fails with a clear error" \
+		 "nothing changed: MemTotal, region, dax (kmem), every block online Normal" \
+		 "remove after the pin is released: ok, MemTotal back"; do
+		ktap_test_skip "$t" "$why"
+	done
+else
+ktap_test_pass "ZONE_NORMAL CXL memory holds no kernel slab page right after the add"
+
+	# 22-24: unmovable kernel pages on the CXL node. With its memory in
+	# ZONE_NORMAL, MPOL_BIND to the node applies to GFP_KERNEL allocations
+	# too: memhp_ptables binds itself to the node only while it faults one
+	# page per 2 MiB, so 63 page-table pages (unmovable: isolation fails
+	# with EBUSY) come from the node, and nothing else of the kernel's. Not
+	# `numactl --membind` on a whole program: that also puts slab pages of
+	# its exec and files there, which other objects keep after it exits, and
+	# the memory can no longer be removed. Which block the page tables land in is the allocator's choice:
+	# every CXL block is checked, verdict against a real offline; one must be
+	# blocked by page_tables (no pin exists yet), and offlinable again once
+	# memhp_ptables has exited.
+	"$(memhp_bin memhp_ptables)" "$node" 64 "$tmp/ptables" > "$tmp/ptables.log" &
+	holder=$!
+	wait_for 300 test -s "$tmp/ptables"
+	cat "$tmp/ptables.log"
+	ublk=
+	for b in $blocks; do
+		for s in $(seq $((b * spb)) $((b * spb + spb - 1))); do
+			uv=$(verdict "$s")
+			ktap_print_msg "section $s: $(report_counts "$s"); verdict $uv"
+			if [ -z "$ublk" ] && [ "${uv#blocked: pfn * page_tables }" != "$uv" ]; then
+				ublk=$b
+			fi
+		done
+	done
+	ktap_test_result "page tables bound to node $node: block ${ublk:-none} verdict blocked: page_tables" \
+		[ -n "$ublk" ]
+	ok=1
+	for b in $blocks; do
+		verdict_vs_offline "$b" 30 online_kernel || ok=0
+		[ "$(block_zone "$b")" = Normal ] || ok=0
+	done
+	ktap_test_result "ZONE_NORMAL CXL blocks: verdicts agree with real offlines (block ${ublk:-none} stays online)" \
+		eval '[ $ok = 1 ] && [ -n "$ublk" ] && [ "$(block_state $ublk)" = online ]'
+	kill -USR1 "$holder" 2>/dev/null
+	wait "$holder"
+	holder=
+	ok=1
+	if [ -n "$ublk" ]; then
+		verdict_vs_offline "$ublk" 30 online_kernel || ok=0
+		[ "$v" = offlinable ] && [ "$r" = ok ] && [ "$(block_zone "$ublk")" = Normal ] || ok=0
+	fi
+	ktap_test_result "memhp_ptables exited: block ${ublk:-none} offlinable again, offline succeeds, online again" \
+		eval '[ -n "$ublk" ] && [ $ok = 1 ]'
+
+	# 25-27: a page pinned (FOLL_LONGTERM) in the CXL memory. Only the
+	# buffer is bound to the node (memhp_pin --node: mbind): under numactl
+	# --membind, memhp_pin's own page tables would come from the node too,
+	# land in the pinned page's block and make its offline fail with EBUSY
+	# before the pin is ever tried.
+	"$(memhp_bin memhp_pin)" --node "$node" 8 $first_pfn $end_pfn "$tmp/pinned" \
+		> "$tmp/pin.log" 2>&1 &
+	pin=$!
+	wait_for 300 test -s "$tmp/pinned"
+	sed 's/^/# /' "$tmp/pin.log"
+	pfn=$(cat "$tmp/pinned" 2>/dev/null)
+	ktap_test_result "a page of the CXL memory pinned: ${pfn:-none}" [ -n "$pfn" ]
+
+	# The pinned page's section counts it as dma_pinned and is blocked; its
+	# block does not go offline: offline_pages() retries the migration of the
+	# pinned page until the signal after PIN_WAIT s (nothing changes with
+	# waiting longer: the page stays pinned).
+	ps=$(($(printf %d "$pfn" 2>/dev/null) * 4096 / 0x$(cat $SHP/section_size_bytes)))
+	pb=$((ps / spb))
+	sed 's/^/# /' "$SHP/sections/section$ps/offline_report"
+	pv=$(verdict "$ps")
+	ktap_test_result "pinned page's section $ps: dma_pinned counted, verdict blocked ($(echo "$pv" | cut -d' ' -f4))" \
+		eval '[ -n "$pfn" ] && ! grep -qx "dma_pinned 0" "$SHP/sections/section$ps/offline_report" &&
+		 [ "${pv#blocked: }" != "$pv" ]'
+	PIN_WAIT=5
+	verdict_vs_offline "$pb" $PIN_WAIT online_kernel
+	ok=$?
+	ktap_test_result "pinned block $pb: offline fails (interrupted after $PIN_WAIT s at most) as the verdict says, block online Normal" \
+		eval '[ $ok = 0 ] && [ "$(block_zone $pb)" = Normal ]'
+
+	# 28+29: removal while pinned
+
+	memtotal3=$(meminfo_kb MemTotal)
+	memhp-cxl status > "$tmp/status.before" 2>&1
+	if cxl_remove --timeout $((2 * PIN_WAIT)); then rm_rc=0; else rm_rc=$?; fi
+	memhp-cxl status > "$tmp/status.after" 2>&1
+	ktap_test_result "remove while pinned fails (exit $rm_rc) with a clear error" \
+		eval '[ $rm_rc = 1 ] && grep -q "cannot go offline" "$tmp/rm.err" &&
+		 grep -q "left as it was" "$tmp/rm.err"'
+	sed 's/^/# after: /' "$tmp/status.after"
+	ktap_test_result "nothing changed: MemTotal, region, dax (kmem), every block online Normal" \
+		eval '[ "$(meminfo_kb MemTotal)" = "$memtotal3" ] && cmp -s "$tmp/status.before" "$tmp/status.after" &&
+		 ! grep -q offline "$tmp/status.after" && grep -q "(kmem)" "$tmp/status.after"'
+
+	# 30: once the pin is gone, the removal goes through
+	kill "$pin" 2>/dev/null
+	wait "$pin" 2>/dev/null
+	pin=
+	cxl_remove
+	rm_rc=$?
+	ktap_test_result "remove after the pin is released: ok, MemTotal back" \
+		eval '[ $rm_rc = 0 ] && [ "$(meminfo_kb MemTotal)" = "$memtotal0" ] && cxl_clean'
+fi
 
 ktap_print_msg "figures: CXL 512 MiB add/remove s:$times; $PATTERN_MIB MiB written on the CXL node in" \
 	"${fill_s} s (TCG: QEMU's MMIO path); workload across offline/online: $churn_fig;" \

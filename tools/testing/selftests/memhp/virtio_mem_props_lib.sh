@@ -269,14 +269,19 @@ shim_bind_shrink_unload()
 }
 
 # Upstream virtio_mem only, and only where the kernel knows the feature
-# (6.12's uapi virtio_mem.h defines VIRTIO_MEM_F_PERSISTENT_SUSPEND, 6.1's
-# does not: SKIP there, with that reason): QEMU 10 offers it, so the driver
-# negotiates it on every device.
+# (6.12's and 7.3's uapi virtio_mem.h define VIRTIO_MEM_F_PERSISTENT_SUSPEND,
+# 6.1's does not: SKIP there, with that reason): QEMU 10 offers it, so the
+# driver negotiates it on every device. The header is the kernel's own,
+# or the copy `make modules` keeps beside the modules (a kernel whose
+# headers are in the build root, 7.3, has none the guest can see).
 persistent_suspend_case()
 {
 	local hdr bit id ok=1 name="virtio_mem negotiates VIRTIO_MEM_F_PERSISTENT_SUSPEND on vm0, vm1, vm2"
 
-	hdr=/lib/modules/$(uname -r)/source/include/uapi/linux/virtio_mem.h
+	for hdr in /usr/lib/modules/$(uname -r)/source/include/uapi/linux/virtio_mem.h \
+		   "$MEMHP_TOP/build/modules/$(uname -r)/uapi/linux/virtio_mem.h"; do
+		[ -r "$hdr" ] && break
+	done
 	if [ ! -r "$hdr" ]; then
 		ktap_test_skip "$name" "no uapi virtio_mem.h for $(uname -r) to tell whether it has the feature"
 		return
