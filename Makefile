@@ -266,7 +266,6 @@ print-kver:
 print-kvers:
 	@echo $(KVERS)
 
-
 help:
 	@echo 'memhp-lab targets (KVER=$(KVER), KDIR=$(KDIR); kernels: $(KVERS))'
 	@echo '  make [modules]  build every module for KVER into build/modules/KVER/, -Werror'

@@ -206,7 +206,7 @@ static bool mtest_page_current(struct mtest_ctx *ctx, pgoff_t index,
  *  - mtest_own_page(), mtest_disown_page(): a new page's back pointer to
  *    its offset, where the page itself holds it;
  *  - mtest_move_movable(): step 6's hand-over from the old page to the new
- *    one, both locked, the old one frozen;
+ *    one, both locked, the old one past step 5 (mtest_freeze());
  *  - mtest_page_isolated(): the core has isolated the (locked) page;
  *  - mtest_core_copy(): step 6 of a migration the core started.
  */
@@ -487,14 +487,12 @@ static void mtest_free_indexes(struct mtest_ctx *ctx)
  * pages hold nothing. Ours hold user data, which the resumed system would
  * find replaced by whatever the boot kernel left there, so hibernation is
  * refused while any exists. (/proc/kcore and dump tools skip them too.)
- */
-/*
- * Refused while pages exist. Pages made after an accepted
- * PM_HIBERNATION_PREPARE, before the freezer stops their tasks, are not
- * refused: holding faults back in that window would spin a fault taken
- * inside a system call (copy_from_user() retries a VM_FAULT_NOPAGE fault
- * without a signal check), unkillable, for as long as /dev/snapshot
- * stays open. The window is in Documentation/admin-guide/migrate_test.rst.
+ * Pages made after an accepted PM_HIBERNATION_PREPARE, before the freezer
+ * stops their tasks, are not refused: holding faults back in that window
+ * would spin a fault taken inside a system call (copy_from_user() retries
+ * a VM_FAULT_NOPAGE fault without a signal check), unkillable, for as
+ * long as /dev/snapshot stays open. The window is in
+ * Documentation/admin-guide/migrate_test.rst.
  */
 static int mtest_pm_notify(struct notifier_block *nb, unsigned long action,
 			   void *data)
