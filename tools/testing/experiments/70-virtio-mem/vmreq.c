@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * vmreq: one marked plug or unplug of 70-virtio-mem, for instruction
+ * counting (make run COUNT=1).
+ *
+ *   vmreq NAME KB TIMEOUT_S REQUEST_JSON
+ *
+ * Begins the memhp-count phase NAME, sends REQUEST_JSON (a QMP command
+ * object without "id") to the host through the memhp-vm relay port, and
+ * waits until MemTotal is KB kB; then ends the phase. The wait blocks on
+ * the kernel's uevents (a memory block's add, online, offline or remove)
+ * and reads /proc/meminfo only when one arrives, or after a second of
+ * none (a sub-block change of MemTotal sends no uevent), so the phase
+ * holds the kernel's plug or unplug and little of the waiting: a shell
+ * polling MemTotal would add instructions in proportion to the wall time.
+ * Exit 0 when MemTotal was reached, 1 on a QMP error or timeout, 2 on a
+ * usage or system error.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/netlink.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "memhp_mark.h"
+
+#define PORT "/dev/virtio-ports/org.memhp.qmp"
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static long memtotal_kb(void)
+{
+	char buf[256];
+	long kb = -1;
+	int fd = open("/proc/meminfo", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n > 0) {
+		buf[n] = '\0';
+		sscanf(buf, "MemTotal: %ld", &kb);
+	}
+	return kb;
+}
+
+/* Send the request, read lines until the one with our id; 0 on "return". */
+static int qmp(const char *request, double deadline)
+{
+	char id[32], msg[4096], buf[8192];
+	size_t len = 0;
+	int fd, ret = 1;
+
+	snprintf(id, sizeof(id), "vmreq-%d", getpid());
+	/* REQUEST_JSON is an object: put the id in before its closing brace. */
+	len = strlen(request);
+	while (len && request[len - 1] != '}')
+		len--;
+	if (!len || snprintf(msg, sizeof(msg), "%.*s, \"id\": \"%s\"}\n", (int)len - 1,
+			     request, id) >= (int)sizeof(msg)) {
+		fprintf(stderr, "vmreq: bad request '%s'\n", request);
+		return 2;
+	}
+	/* The port has one opener at a time: wait for our turn. */
+	while ((fd = open(PORT, O_RDWR | O_CLOEXEC)) < 0) {
+		if (errno != EBUSY || now_s() > deadline) {
+			perror("vmreq: " PORT);
+			return 2;
+		}
+		usleep(50000);
+	}
+	if (write(fd, msg, strlen(msg)) != (ssize_t)strlen(msg)) {
+		perror("vmreq: write");
+		goto out;
+	}
+	len = 0;
+	while (now_s() < deadline) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		char *nl;
+		ssize_t n;
+
+		if (poll(&p, 1, 1000) <= 0)
+			continue;
+		n = read(fd, buf + len, sizeof(buf) - 1 - len);
+		if (n <= 0) {
+			usleep(50000);
+			continue;
+		}
+		len += n;
+		buf[len] = '\0';
+		while ((nl = strchr(buf, '\n'))) {
+			*nl = '\0';
+			if (strstr(buf, id)) {
+				ret = strstr(buf, "\"return\"") ? 0 : 1;
+				if (ret)
+					fprintf(stderr, "vmreq: %s\n", buf);
+				goto out;
+			}
+			len -= nl + 1 - buf;
+			memmove(buf, nl + 1, len + 1);
+		}
+		if (len == sizeof(buf) - 1)
+			len = 0;	/* a line longer than any answer: drop it */
+	}
+	fprintf(stderr, "vmreq: no answer from the host relay\n");
+out:
+	close(fd);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = 1 };
+	char *end, ev[8192];
+	double deadline;
+	long want, timeout;
+	int sk, ret;
+
+	if (argc != 5) {
+		fprintf(stderr, "usage: vmreq NAME KB TIMEOUT_S REQUEST_JSON\n");
+		return 2;
+	}
+	want = strtol(argv[2], &end, 10);
+	timeout = strtol(argv[3], &end, 10);
+	if (want <= 0 || timeout <= 0 || *end) {
+		fprintf(stderr, "vmreq: KB and TIMEOUT_S must be positive numbers\n");
+		return 2;
+	}
+	/* Listening before the request: no uevent of it can be missed. */
+	sk = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_KOBJECT_UEVENT);
+	if (sk < 0 || bind(sk, (struct sockaddr *)&sa, sizeof(sa))) {
+		perror("vmreq: uevent socket");
+		return 2;
+	}
+	deadline = now_s() + timeout;
+	memhp_mark(MEMHP_MARK_BEGIN, argv[1]);
+	ret = qmp(argv[4], deadline);
+	while (!ret && memtotal_kb() != want) {
+		struct pollfd p = { .fd = sk, .events = POLLIN };
+
+		if (now_s() > deadline) {
+			fprintf(stderr, "vmreq: MemTotal %ld kB, not %ld, after %ld s\n",
+				memtotal_kb(), want, timeout);
+			ret = 1;
+			break;
+		}
+		if (poll(&p, 1, 1000) > 0)
+			while (recv(sk, ev, sizeof(ev), MSG_DONTWAIT) > 0)
+				;
+	}
+	memhp_mark(MEMHP_MARK_END, argv[1]);
+	close(sk);
+	return ret;
+}
