@@ -42,7 +42,7 @@ static double now_s(void)
 static long memtotal_kb(void)
 {
 	char buf[256];
-	long kb = -1;
+	long kb;
 	int fd = open("/proc/meminfo", O_RDONLY | O_CLOEXEC);
 	ssize_t n;
 
@@ -50,10 +50,11 @@ static long memtotal_kb(void)
 		return -1;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
-	if (n > 0) {
-		buf[n] = '\0';
-		sscanf(buf, "MemTotal: %ld", &kb);
-	}
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	if (sscanf(buf, "MemTotal: %ld", &kb) != 1)
+		return -1;
 	return kb;
 }
 
