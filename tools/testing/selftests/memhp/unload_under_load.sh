@@ -37,6 +37,8 @@
 # (a leaked page per module per cycle is 1 MiB over 50 cycles; the migrate
 # activity alone allocates 2 MiB a cycle). The census is also printed
 # every 10 cycles: a leak grows with the cycles, a one-off does not.
+# A fault once seen in these cycles: Documentation/known-issues.rst,
+# "Stale code after a module reload".
 
 . "$(dirname "$0")/lib.sh"
 
