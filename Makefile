@@ -223,9 +223,11 @@ check-long: setup-check
 		$(foreach e,$(CHECK_LONG_ENV),--env $(e)) $(CHECK_ARGS)
 
 # The experiments on every kernel of KVERS (RUN_ARGS=--kernels 6.1 for one),
-# side by side with the ratios; writes results/report.md.
-run: setup-check $(if $(filter-out 0,$(COUNT)),count)
-	@$(PY) $(TOP)/tools/testing/run.py $(if $(FULL),--full) $(if $(filter-out 0,$(COUNT)),--count auto) $(RUN_ARGS)
+# side by side with the ratios; writes results/report.md. Instruction counts
+# are on under TCG unless COUNT=0 (COUNT=1: on, KVM or not).
+run: setup-check $(if $(filter 0,$(COUNT)),,count)
+	@$(PY) $(TOP)/tools/testing/run.py $(if $(FULL),--full) \
+		$(if $(COUNT),$(if $(filter 0,$(COUNT)),--count off,--count auto)) $(RUN_ARGS)
 
 # Hotplug churn soak (tools/testing/selftests/memhp/soak.sh, 50 operations
 # of it run in `make check`): SOAK_OPS random operations, SOAK_SEED repeats.
@@ -281,8 +283,9 @@ help:
 	@echo '                  FUZZ_RANDOM=5000: CHECK_LONG_ENV); hours on 2 cores'
 	@echo '  make run        experiments in guests on every kernel, side by side with ratios,'
 	@echo '                  results/report.md (RUN_ARGS="--kernels 6.1" for one; "--help");'
-	@echo '                  FULL=1: every experiment at its full repetitions; COUNT=1:'
-	@echo '                  instruction counts of the phases experiments mark (slower)'
+	@echo '                  FULL=1: every experiment at its full repetitions; with'
+	@echo '                  instruction counts of the phases experiments mark under TCG'
+	@echo '                  (COUNT=0: none, times without the plugin; COUNT=1: also with KVM)'
 	@echo '  make unit       user-space unit tests of the portable cores only'
 	@echo '  make count      the memhp-count TCG plugin and memhp-mark (instruction counts)'
 	@echo '  make profile CMD=...  count the instructions of a guest command, per function'

@@ -8,11 +8,13 @@ Each experiment is a directory tools/testing/experiments/<NN-name>/ with:
   host     (optional) run on the host afterwards; writes MEMHP_OUT/summary.md
            (MEMHP_KVER: the guest's kernel release)
   count    (optional) says the guest marks phases (memhp-mark): with
-           --count auto (make run COUNT=1) its guest runs with memhp-vm
-           --count and the phases' instruction counts end its summary.md
-           (--count on: every guest). Off by default: counting changes what
-           the experiments' own timings measure (the marker process, the
-           plugin's cost)
+           --count auto its guest runs with memhp-vm --count and the
+           phases' instruction counts end its summary.md (--count on: every
+           guest). auto is the default where guests run under TCG anyway
+           (no usable /dev/kvm); with KVM the default is off, since the
+           plugin needs TCG. The times of a counted guest are taken under
+           the plugin (slower, and a marked write includes the marker
+           process's start); --count off (make run COUNT=0) times without it
 Every experiment runs on every kernel of `make print-kvers` (Debian's 6.1,
 6.12 and 7.3; --kernels picks), the kernels one after the other for each
 experiment, so all see the same host load. Results go to results/<release>/<NN-name>/;
@@ -393,10 +395,12 @@ def main():
     p.add_argument("--full", action="store_true",
                    help="the long form: every experiment at its full repetitions "
                    "(MEMHP_FULL=1 in every guest and host part; make run FULL=1)")
-    p.add_argument("--count", choices=["off", "auto", "on"], default="off",
+    p.add_argument("--count", choices=["off", "auto", "on"], default=None,
                    help="count guest instructions (memhp-vm --count, TCG): every phase an "
                    "experiment marks gets an instruction table in its summary; auto: the "
-                   "experiments with a count file (make run COUNT=1), on: every guest")
+                   "experiments with a count file (the default without KVM; make run "
+                   "COUNT=1), on: every guest, off: none (make run COUNT=0; the default "
+                   "where /dev/kvm is usable, since counting needs TCG)")
     p.add_argument("--report-only", action="store_true",
                    help="no runs: rebuild results/report.md from the results there")
     p.add_argument("--guest-timeout", type=int, default=3600)
@@ -426,6 +430,15 @@ def main():
         kvers = list(dict.fromkeys(kvers))
         if not kvers:
             p.error(f"--kernels {args.kernels}: none of {' '.join(kernels())}")
+
+    count_why = f"--count {args.count}"
+    if args.count is None and not args.report_only:
+        # Counting needs TCG: on by default only where guests get TCG anyway.
+        r = subprocess.run([MEMHP_VM, "--print-accel", "--quiet", "--kernel", kvers[0]],
+                           capture_output=True, text=True)
+        kvm = r.returncode == 0 and r.stdout.strip() == "kvm"
+        args.count = "off" if kvm else "auto"
+        count_why = "the default with KVM" if kvm else "the default under TCG"
 
     t0 = time.monotonic()
     failures = {}
@@ -459,6 +472,7 @@ def main():
             with open(meta) as f:
                 m = json.load(f)
             args.env = m["env"]
+            args.count, count_why = m.get("count", ["off", "not recorded in its run.json"])
             took = {(k, n): t for k, n, t in m["took"]}
             load = {(k, n): tuple(x) for k, n, x in m.get("load", [])}
             failures = {(k, n): e for k, n, e in m["failures"]}
@@ -467,9 +481,12 @@ def main():
     else:
         os.makedirs(RESULTS, exist_ok=True)
         with open(meta, "w") as f:
-            json.dump({"env": args.env, "took": [[k, n, t] for (k, n), t in took.items()],
+            json.dump({"env": args.env, "count": [args.count, count_why],
+                       "took": [[k, n, t] for (k, n), t in took.items()],
                        "load": [[k, n, list(x)] for (k, n), x in load.items()],
                        "failures": [[k, n, e] for (k, n), e in failures.items()]}, f)
+    if args.count is None:
+        args.count, count_why = "off", "not recorded"
     env_note = " ".join(f"{k}={v}" for k, v in args.env.items())
     report = ["# memhp-lab results\n",
               f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}",
@@ -480,6 +497,12 @@ def main():
               f"load average at the end {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
               f"(shared with other guests: see Documentation/experiments/kernel-versions.rst)",
               f"- repetitions: {env_note or 'the experiments defaults'}",
+              "- instruction counts: " + (
+                  f"none ({count_why}; make run COUNT=1 counts under TCG)" if args.count == "off"
+                  else f"{'every guest' if args.count == 'on' else 'the experiments that mark phases'}"
+                  f" ({count_why}), exact, in each one's last table; their times were "
+                  "taken under the counting plugin, slower than without it "
+                  "(Documentation/admin-guide/counting.rst; make run COUNT=0 times without it)"),
               f"- experiments: {len(exps)} x {len(kvers)} kernels, failed: {len(failures)}"
               + (f" ({', '.join(f'{n} on {series(k)}' for k, n in failures)})" if failures else "")]
     if took:

@@ -22,7 +22,7 @@ ms_since()
 }
 
 # marked_write PHASE FILE VALUE: write VALUE to FILE. In a guest counting
-# instructions (memhp-vm --count, make run COUNT=1) the write is a phase of
+# instructions (memhp-vm --count; make run under TCG) the write is a phase of
 # that name (memhp-mark write: opened first, then begin, write, end), so its
 # kernel instructions are counted exactly; otherwise a plain write.
 # With a fourth argument SECS, the write is killed after SECS seconds (an
