@@ -12,7 +12,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 ktap_print_header
-ktap_set_plan 12
+ktap_set_plan 15
 
 # 1: bad options are refused before anything boots
 "$vm" --mem 4G --maxmem 2G -- true > "$tmp/opts.out" 2>&1
@@ -128,5 +128,47 @@ ktap_test_result "counted user instructions between markers are exact (2N + 3, N
 	eval '[ $rc = 0 ] && grep -qx exact "$tmp/count-check.out"'
 ktap_test_result "a marked sysctl write is its system call: drop_caches_sysctl_handler, at most 16 user instructions" \
 	eval '[ $rc = 0 ] && grep -qx named "$tmp/count-check.out"'
+
+# 13: --print-accel answers without booting: tcg when TCG is asked for,
+# kvm or tcg otherwise (what make run decides its counting default by).
+accel_tcg=$("$vm" --print-accel --accel tcg 2>&1)
+accel_auto=$("$vm" --print-accel --quiet 2>&1)
+rc=$?
+ktap_print_msg "--print-accel: --accel tcg -> $accel_tcg, auto -> $accel_auto"
+ktap_test_result "--print-accel says tcg for --accel tcg and kvm or tcg for auto (exit 0)" \
+	eval '[ "$accel_tcg" = tcg ] && [ $rc = 0 ] &&
+	 { [ "$accel_auto" = kvm ] || [ "$accel_auto" = tcg ]; }'
+
+# 14: memhp-count-repeat: two make run results directories holding the
+# report above, then one whose drop_caches phase is 2 % dearer.
+for d in a b c; do mkdir -p "$tmp/runs-$d/k/e"; done
+cp "$tmp/count-report.json" "$tmp/runs-a/k/e/count-report.json"
+cp "$tmp/count-report.json" "$tmp/runs-b/k/e/count-report.json"
+python3 - "$tmp/count-report.json" "$tmp/runs-c/k/e/count-report.json" <<'PYEOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+for ph in r["phases"]:
+    if ph["name"] == "drop_caches":
+        ph["kernel"] = round(ph["kernel"] * 1.02)
+json.dump(r, open(sys.argv[2], "w"))
+PYEOF
+"$top/tools/testing/count/memhp-count-repeat" "$tmp/runs-a" "$tmp/runs-b" > "$tmp/repeat-same.out" 2>&1
+rc_same=$?
+"$top/tools/testing/count/memhp-count-repeat" "$tmp/runs-a" "$tmp/runs-c" > "$tmp/repeat-diff.out" 2>&1
+rc_diff=$?
+tail -n 2 "$tmp/repeat-diff.out" | sed 's/^/# /'
+ktap_test_result "memhp-count-repeat: the same counts agree, a 2 % change is out of 1 %" \
+	eval '[ $rc_same = 0 ] && [ $rc_diff = 0 ] &&
+	 grep -q "^all vCPUs: 2 of 2 phases within 1 %" "$tmp/repeat-same.out" &&
+	 grep -q "^all vCPUs: 1 of 2 phases within 1 %; largest 2.00 % (drop_caches" "$tmp/repeat-diff.out"'
+
+# 15: memhp-count-report --compare --functions of a run with itself: every
+# function's difference is 0, and the sysctl handler is among them.
+"$top/tools/testing/count/memhp-count-report" "$tmp/count.json" --compare "$tmp/count.json" \
+	--functions --top 0 --phase drop_caches > "$tmp/functions.out" 2>&1
+rc=$?
+ktap_test_result "--compare --functions of a run with itself: no difference, functions named" \
+	eval '[ $rc = 0 ] && grep -q " 0  drop_caches_sysctl_handler$" "$tmp/functions.out" &&
+	 ! awk "/^  *[0-9,]+ +[0-9,]+ +-?[0-9,]+  /" "$tmp/functions.out" | grep -qv " 0  "'
 
 ktap_finished
