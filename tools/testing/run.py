@@ -26,6 +26,7 @@ other | other/first), then each kernel's own summaries.
 
 import argparse
 import datetime
+import fnmatch
 import json
 import os
 import platform
@@ -103,7 +104,7 @@ def run_one(name, path, kver, args):
                                           os.path.exists(os.path.join(path, "count")))
         count = ["--count", os.path.join(out, "count.json")] if counting else []
         for stale in ("count.json", "count.json.kallsyms", "count.json.syms",
-                      "count-report.json"):
+                      "count-report.json", "count-units"):
             if os.path.exists(os.path.join(out, stale)):
                 os.remove(os.path.join(out, stale))
         cmd = [MEMHP_VM, "--timeout", str(args.guest_timeout), "--kernel", kver] + vm_args + \
@@ -140,7 +141,10 @@ def append_counts(out):
     ended on one vCPU: the operation itself and the interrupts that vCPU
     took), median; on all vCPUs (background work included), median, min
     and max, and their spread (max - min) / median; the host wall time
-    per run, median; and the function with most instructions.
+    per run, median; and the function with most instructions. Where the
+    guest wrote count-units (count_per in experiments/lib.sh: lines
+    "PATTERN AMOUNT UNIT", the first whose shell pattern matches a phase
+    name is its), also the all-vCPU median per UNIT.
     """
     path = os.path.join(out, "count.json")
     if not os.path.exists(path):
@@ -156,13 +160,22 @@ def append_counts(out):
         by_name.setdefault(ph["name"], []).append(ph)
     if not by_name and not (rep["unbalanced_marks"] or rep["bad_marks"] or rep["open_phase"]):
         return None     # nothing marked (or not applicable on this kernel)
+    units = []
+    try:
+        with open(os.path.join(out, "count-units")) as f:
+            for line in f:
+                w = line.split()
+                if len(w) == 3 and w[1].isdigit() and int(w[1]) > 0:
+                    units.append((w[0], int(w[1]), w[2]))
+    except OSError:
+        pass
     lines = ["", "### Instruction counts (memhp-count, exact)", "",
              "Guest kernel instructions per marked operation (memhp-vm --count): on the vCPU "
              "that marked it, and on all vCPUs; host wall time under counting. "
              "Documentation/admin-guide/counting.rst says what the figures include.", "",
              "| phase | runs | marking vCPU kernel instr | all vCPUs kernel instr | min | max | "
-             "spread % | wall ms | top function |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "spread % | all vCPUs per unit | unit | wall ms | top function |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, phs in by_name.items():
         k = sorted(ph["kernel"] for ph in phs)
         own = [ph["marking_vcpu_counts"]["kernel"] for ph in phs if ph["marking_vcpu_counts"]]
@@ -172,8 +185,12 @@ def append_counts(out):
         for ph in phs:
             for fn, n in ph["functions"][:1]:
                 top[fn] += n
+        unit = next(((n, u) for pat, n, u in units if fnmatch.fnmatchcase(name, pat)), None)
+        per = "-" if not unit else f"{med / unit[0]:.1f}" if med / unit[0] < 100 else \
+            f"{med / unit[0]:.0f}"
         lines.append(f"| {name} | {len(k)} | {f'{median(own):.0f}' if own else '-'} | {med:.0f} | {k[0]} | "
-                     f"{k[-1]} | {spread:.1f} | {median([ph['wall_ms'] for ph in phs]):.1f} | "
+                     f"{k[-1]} | {spread:.1f} | {per} | {unit[1] if unit else '-'} | "
+                     f"{median([ph['wall_ms'] for ph in phs]):.1f} | "
                      f"{top.most_common(1)[0][0] if top else '-'} |")
     if rep["unbalanced_marks"] or rep["bad_marks"] or rep["open_phase"]:
         lines.append(f"\nMarker problems: {rep['unbalanced_marks']} unbalanced, "

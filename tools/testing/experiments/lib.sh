@@ -41,6 +41,15 @@ marked_write()
 	fi
 }
 
+# count_per PATTERN AMOUNT UNIT: the phases whose names match the shell
+# pattern PATTERN each handle AMOUNT UNITs (MiB, page, lookup); make run's
+# instruction table then gives their all-vCPU median per UNIT too. A phase
+# takes the first line that matches it.
+count_per()
+{
+	echo "$1 $2 $3" >> "$MEMHP_OUT/count-units"
+}
+
 # Memory blocks not in $MEMHP_OUT/.blocks0 (the ones there at the start).
 new_blocks()
 {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * vmreq: one marked plug or unplug of 70-virtio-mem, for instruction
- * counting (make run COUNT=1).
+ * counting (make run, under TCG).
  *
  *   vmreq NAME KB TIMEOUT_S REQUEST_JSON
  *
