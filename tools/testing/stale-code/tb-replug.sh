@@ -1,0 +1,80 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Does the emulator run code that a re-plugged DIMM no longer holds?
+# In a guest (memhp-vm, TCG):
+#
+#   tools/testing/vm/memhp-vm -- tools/testing/stale-code/tb-replug.sh
+#
+# 1. Hot-add a 128 MiB pc-dimm, online it movable; tb-replug writes
+#    "mov $1, %eax; ret" into every page of it that it gets and calls it.
+# 2. Control: the same with 3, without touching the DIMM; every call must
+#    return 3 (the pages held code; writing them again must drop what the
+#    emulator translated from them).
+# 3. Offline the block, device_del the DIMM, object-del its backend, add
+#    a new backend and DIMM of the same size (same guest-physical range),
+#    online it, and the same with 2. A call that returns 1 or 3 ran a
+#    translation of code the old DIMM held.
+#
+# Prints one line per step; exits 1 when step 3 ran stale code, 0 when it
+# did not, 2 when it could not run the steps.
+
+top=$(cd "$(dirname "$0")/../../.." && pwd)
+. "$top/tools/testing/selftests/memhp/lib.sh"
+
+SIZE=$((128 << 20))
+MIB=192		# more than the DIMM: anonymous memory fills ZONE_MOVABLE first
+
+die() { echo "tb-replug: $*"; exit 2; }
+
+bin=$(mktemp /tmp/tb-replug.XXXXXX) || die "mktemp"
+gcc -O2 -Wall -Werror -o "$bin" "$top/tools/testing/stale-code/tb-replug.c" || die "build failed"
+set_auto_online offline
+bs=$(block_size_bytes)
+[ "$SIZE" -eq "$bs" ] || die "block size $bs is not $SIZE"
+memory_blocks > /tmp/tb-replug.blocks0
+
+# plug N: add backend tbm$N and DIMM tbd$N; $block is its memory block.
+plug()
+{
+	dimm_add "tbd$1" "tbm$1" "$SIZE" || die "dimm_add $1"
+	wait_new_blocks /tmp/tb-replug.blocks0 /tmp/tb-replug.blocks1 1 || die "no new block"
+	block=$(cat /tmp/tb-replug.blocks1)
+	echo online_movable > "$MEMORY_SYSFS/memory$block/state" || die "online $block"
+}
+
+unplug()
+{
+	echo offline > "$MEMORY_SYSFS/memory$block/state" || die "offline $block"
+	memhp-qmp device_del id="tbd$1" > /dev/null || die "device_del"
+	memhp-qmp x-memhp-wait-event event=DEVICE_DELETED "match={\"device\":\"tbd$1\"}" \
+		timeout=60 > /dev/null || die "no DEVICE_DELETED"
+	memhp-qmp object-del id="tbm$1" > /dev/null || die "object-del"
+}
+
+plug 1
+first=$block
+lo=$((block * bs / 4096))
+hi=$(((block + 1) * bs / 4096))
+echo "DIMM 1: block $block, pfns $lo-$((hi - 1))"
+echo "step 1: $("$bin" 1 "$lo" "$hi" "$MIB")"
+control=$("$bin" 3 "$lo" "$hi" "$MIB")
+echo "step 2 (control, same DIMM): $control"
+unplug 1
+plug 2
+echo "DIMM 2: block $block"
+[ "$block" = "$first" ] || die "the new DIMM is at block $block, not $first"
+replug=$("$bin" 2 "$lo" "$hi" "$MIB")
+echo "step 3 (new DIMM, same range): $replug"
+unplug 2
+rm -f "$bin" /tmp/tb-replug.blocks0 /tmp/tb-replug.blocks1
+
+case "$control" in
+*"another value: 0") ;;
+*) echo "tb-replug: the control ran stale code too"; exit 2 ;;
+esac
+case "$replug" in
+"pages in range 0,"*) echo "tb-replug: no page of the new DIMM was used"; exit 2 ;;
+*"another value: 0") echo "tb-replug: no stale code after the re-plug"; exit 0 ;;
+*) echo "tb-replug: stale code ran after the re-plug"; exit 1 ;;
+esac
