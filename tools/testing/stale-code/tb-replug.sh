@@ -16,6 +16,9 @@
 #    online it, and the same with 2. A call that returns 1 or 3 ran a
 #    translation of code the old DIMM held.
 #
+# With SAME_BACKEND=1, step 3's DIMM is added on the first DIMM's backend
+# instead of a new one (make run's experiments do that).
+#
 # Prints one line per step; exits 1 when step 3 ran stale code, 0 when it
 # did not, 2 when it could not run the steps.
 
@@ -34,22 +37,29 @@ bs=$(block_size_bytes)
 [ "$SIZE" -eq "$bs" ] || die "block size $bs is not $SIZE"
 memory_blocks > /tmp/tb-replug.blocks0
 
-# plug N: add backend tbm$N and DIMM tbd$N; $block is its memory block.
+# plug N [BACKEND]: add DIMM tbd$N on BACKEND, or on a new backend tbm$N;
+# $block is its memory block.
 plug()
 {
-	dimm_add "tbd$1" "tbm$1" "$SIZE" || die "dimm_add $1"
+	if [ -n "${2:-}" ]; then
+		memhp-qmp device_add driver=pc-dimm id="tbd$1" memdev="$2" > /dev/null ||
+			die "device_add $1"
+	else
+		dimm_add "tbd$1" "tbm$1" "$SIZE" || die "dimm_add $1"
+	fi
 	wait_new_blocks /tmp/tb-replug.blocks0 /tmp/tb-replug.blocks1 1 || die "no new block"
 	block=$(cat /tmp/tb-replug.blocks1)
 	echo online_movable > "$MEMORY_SYSFS/memory$block/state" || die "online $block"
 }
 
+# unplug N [BACKEND]: remove DIMM tbd$N, then delete BACKEND (if given).
 unplug()
 {
 	echo offline > "$MEMORY_SYSFS/memory$block/state" || die "offline $block"
 	memhp-qmp device_del id="tbd$1" > /dev/null || die "device_del"
 	memhp-qmp x-memhp-wait-event event=DEVICE_DELETED "match={\"device\":\"tbd$1\"}" \
 		timeout=60 > /dev/null || die "no DEVICE_DELETED"
-	memhp-qmp object-del id="tbm$1" > /dev/null || die "object-del"
+	[ -z "${2:-}" ] || memhp-qmp object-del id="$2" > /dev/null || die "object-del"
 }
 
 plug 1
@@ -60,13 +70,23 @@ echo "DIMM 1: block $block, pfns $lo-$((hi - 1))"
 echo "step 1: $("$bin" 1 "$lo" "$hi" "$MIB")"
 control=$("$bin" 3 "$lo" "$hi" "$MIB")
 echo "step 2 (control, same DIMM): $control"
-unplug 1
-plug 2
-echo "DIMM 2: block $block"
+if [ "${SAME_BACKEND:-0}" = 1 ]; then
+	unplug 1
+	plug 2 tbm1
+	echo "DIMM 2: block $block, on DIMM 1's backend"
+else
+	unplug 1 tbm1
+	plug 2
+	echo "DIMM 2: block $block, on a new backend"
+fi
 [ "$block" = "$first" ] || die "the new DIMM is at block $block, not $first"
 replug=$("$bin" 2 "$lo" "$hi" "$MIB")
 echo "step 3 (new DIMM, same range): $replug"
-unplug 2
+if [ "${SAME_BACKEND:-0}" = 1 ]; then
+	unplug 2 tbm1
+else
+	unplug 2 tbm2
+fi
 rm -f "$bin" /tmp/tb-replug.blocks0 /tmp/tb-replug.blocks1
 
 case "$control" in
