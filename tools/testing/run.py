@@ -507,9 +507,10 @@ def main():
     env_note = " ".join(f"{k}={v}" for k, v in args.env.items())
     report = ["# memhp-lab results\n",
               f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}",
-              f"- guest kernels: {', '.join(kvers)} under QEMU (see each experiment's accel); "
-              f"ratios are {' and '.join(series(k) for k in kvers[1:])} over {series(kvers[0])}, "
-              f"from runs in this `make run`, kernels alternating per experiment",
+              f"- guest kernels: {', '.join(kvers)} under QEMU (see each experiment's accel); " +
+              (f"ratios are {' and '.join(series(k) for k in kvers[1:])} over {series(kvers[0])}, "
+               "from runs in this `make run`, kernels alternating per experiment"
+               if len(kvers) > 1 else "one kernel, no ratios"),
               f"- host: {platform.node()}, {os.cpu_count()} CPUs, {platform.release()}, "
               f"load average at the end {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
               f"(shared with other guests: see Documentation/experiments/kernel-versions.rst)",
