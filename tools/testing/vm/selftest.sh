@@ -126,7 +126,7 @@ PYEOF
 sed 's/^/# /' "$tmp/count-check.out"
 ktap_test_result "counted user instructions between markers are exact (2N + 3, N = 1000000 and 1)" \
 	eval '[ $rc = 0 ] && grep -qx exact "$tmp/count-check.out"'
-ktap_test_result "a marked sysctl write is its system call: drop_caches_sysctl_handler, at most 16 user instructions" \
+ktap_test_result "a marked sysctl write is its system call (drop_caches_sysctl_handler, at most 16 user instructions)" \
 	eval '[ $rc = 0 ] && grep -qx named "$tmp/count-check.out"'
 
 # 13: --print-accel answers without booting: tcg when TCG is asked for,
@@ -157,7 +157,7 @@ rc_same=$?
 "$top/tools/testing/count/memhp-count-repeat" "$tmp/runs-a" "$tmp/runs-c" > "$tmp/repeat-diff.out" 2>&1
 rc_diff=$?
 tail -n 2 "$tmp/repeat-diff.out" | sed 's/^/# /'
-ktap_test_result "memhp-count-repeat: the same counts agree, a 2 % change is out of 1 %" \
+ktap_test_result "memhp-count-repeat finds the same counts within 1 % and a 2 % change outside" \
 	eval '[ $rc_same = 0 ] && [ $rc_diff = 0 ] &&
 	 grep -q "^all vCPUs: 2 of 2 phases within 1 %" "$tmp/repeat-same.out" &&
 	 grep -q "^all vCPUs: 1 of 2 phases within 1 %; largest 2.00 % (drop_caches" "$tmp/repeat-diff.out"'
@@ -167,7 +167,7 @@ ktap_test_result "memhp-count-repeat: the same counts agree, a 2 % change is out
 "$top/tools/testing/count/memhp-count-report" "$tmp/count.json" --compare "$tmp/count.json" \
 	--functions --top 0 --phase drop_caches > "$tmp/functions.out" 2>&1
 rc=$?
-ktap_test_result "--compare --functions of a run with itself: no difference, functions named" \
+ktap_test_result "--compare --functions of a run with itself shows no difference, functions named" \
 	eval '[ $rc = 0 ] && grep -q " 0  drop_caches_sysctl_handler$" "$tmp/functions.out" &&
 	 ! awk "/^  *[0-9,]+ +[0-9,]+ +-?[0-9,]+  /" "$tmp/functions.out" | grep -qv " 0  "'
 
