@@ -50,6 +50,18 @@ count_per()
 	echo "$1 $2 $3" >> "$MEMHP_OUT/count-units"
 }
 
+# shared_backend ID SIZE: add the memory backend ID that every DIMM of this
+# guest is plugged on (device_add ... memdev=ID); delete it (object-del)
+# only when the guest ends. A backend deleted and another of its size added
+# would take the same ram_addr_t range in QEMU, whose TCG then runs
+# translations of the old DIMM's code for the new DIMM's
+# (Documentation/known-issues.rst, "A re-plugged DIMM runs code the old
+# DIMM held").
+shared_backend()
+{
+	memhp-qmp object-add qom-type=memory-backend-ram id="$1" size="$2" > /dev/null
+}
+
 # Memory blocks not in $MEMHP_OUT/.blocks0 (the ones there at the start).
 new_blocks()
 {
