@@ -3,15 +3,20 @@
  * tb-replug: run a tiny function written into every page of a physical
  * range, and say which function ran.
  *
- *   tb-replug VALUE PFN_LO PFN_HI MIB
+ *   tb-replug VALUE PFN_LO PFN_HI MIB [OFFSET]
  *
  * Maps MIB MiB of anonymous read-write-execute memory and touches it.
  * For every page whose frame (/proc/self/pagemap; needs root) lies in
- * [PFN_LO, PFN_HI), writes "mov $VALUE, %eax; ret" at offset 0x100 and
- * calls it. Prints how many such pages there were, how many calls
- * returned VALUE and how many returned something else (and the first
- * such value): a call that returns another value ran code that is no
- * longer in memory, a translation the emulator kept.
+ * [PFN_LO, PFN_HI), writes "mov $VALUE, %eax; ret" at OFFSET (default
+ * 0x100) and calls it. Prints how many such pages there were, how many
+ * calls returned VALUE and how many returned something else (and the
+ * first such value): a call that returns another value ran code that is
+ * no longer in memory, a translation the emulator kept.
+ *
+ * With OFFSET, the function is then written again returning VALUE + 1
+ * and called again, in the same page: what a module loader does when it
+ * puts new code where other code ran. Printed as "rewritten: returned
+ * VALUE+1: N, returned another value: M".
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +28,16 @@
 #include <unistd.h>
 
 #define CODE_OFFSET	0x100
+
+/* Write "mov $value, %eax; ret" at code and call it. */
+static unsigned int run_at(uint8_t *code, unsigned int value)
+{
+	code[0] = 0xb8;		/* mov $imm32, %eax */
+	memcpy(code + 1, &value, 4);
+	code[5] = 0xc3;		/* ret */
+	__builtin___clear_cache((char *)code, (char *)code + 6);
+	return ((unsigned int (*)(void))code)();
+}
 
 static int parse(const char *s, unsigned long long *v)
 {
@@ -36,16 +51,19 @@ static int parse(const char *s, unsigned long long *v)
 int main(int argc, char **argv)
 {
 	unsigned long long value, lo, hi, mib, in_range = 0, same = 0, other = 0;
+	unsigned long long offset = CODE_OFFSET, re_same = 0, re_other = 0;
 	long psz = sysconf(_SC_PAGESIZE);
-	unsigned int first_other = 0;
+	unsigned int first_other = 0, re_first = 0;
+	int rewrite = argc == 6;
 	size_t len, i;
 	uint8_t *buf;
 	int fd;
 
-	if (argc != 5 || parse(argv[1], &value) || value > 0x7fffffff ||
+	if ((argc != 5 && argc != 6) || parse(argv[1], &value) || value > 0x7ffffffe ||
 	    parse(argv[2], &lo) || parse(argv[3], &hi) || lo >= hi ||
-	    parse(argv[4], &mib) || !mib || mib > 65536) {
-		fprintf(stderr, "usage: tb-replug VALUE PFN_LO PFN_HI MIB\n");
+	    parse(argv[4], &mib) || !mib || mib > 65536 ||
+	    (rewrite && (parse(argv[5], &offset) || offset > (unsigned long long)psz - 6))) {
+		fprintf(stderr, "usage: tb-replug VALUE PFN_LO PFN_HI MIB [OFFSET]\n");
 		return 2;
 	}
 	len = mib << 20;
@@ -82,11 +100,7 @@ int main(int argc, char **argv)
 		if (pfn < lo || pfn >= hi)
 			continue;
 		in_range++;
-		page[CODE_OFFSET] = 0xb8;	/* mov $imm32, %eax */
-		memcpy(page + CODE_OFFSET + 1, &value, 4);
-		page[CODE_OFFSET + 5] = 0xc3;	/* ret */
-		__builtin___clear_cache((char *)page + CODE_OFFSET, (char *)page + CODE_OFFSET + 6);
-		ret = ((unsigned int (*)(void))(page + CODE_OFFSET))();
+		ret = run_at(page + offset, value);
 		if (ret == value) {
 			same++;
 		} else {
@@ -94,11 +108,27 @@ int main(int argc, char **argv)
 				first_other = ret;
 			other++;
 		}
+		if (!rewrite)
+			continue;
+		ret = run_at(page + offset, value + 1);
+		if (ret == value + 1) {
+			re_same++;
+		} else {
+			if (!re_other)
+				re_first = ret;
+			re_other++;
+		}
 	}
 	printf("pages in range %llu, returned %llu: %llu, returned another value: %llu",
 	       in_range, value, same, other);
 	if (other)
 		printf(" (first %u)", first_other);
+	if (rewrite) {
+		printf("; rewritten: returned %llu: %llu, returned another value: %llu",
+		       value + 1, re_same, re_other);
+		if (re_other)
+			printf(" (first %u)", re_first);
+	}
 	printf("\n");
 	return 0;
 }

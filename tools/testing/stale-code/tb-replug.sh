@@ -15,12 +15,18 @@
 #    a new backend and DIMM of the same size (same guest-physical range),
 #    online it, and the same with 2. A call that returns 1 or 3 ran a
 #    translation of code the old DIMM held.
+# 4. In the new DIMM, at another offset of each page (where the old DIMM
+#    held no code): write and call a function returning 4, then write it
+#    again returning 5 and call it (new code where code ran: a module
+#    loader's case). A second call that returns 4 ran a translation that
+#    the page's own rewrite did not drop. Step 2 does the same on the
+#    first DIMM (6, then 7) as its control.
 #
 # With SAME_BACKEND=1, step 3's DIMM is added on the first DIMM's backend
 # instead of a new one (make run's experiments do that).
 #
-# Prints one line per step; exits 1 when step 3 ran stale code, 0 when it
-# did not, 2 when it could not run the steps.
+# Prints one line per step; exits 1 when step 3 or 4 ran stale code, 0
+# when neither did, 2 when it could not run the steps.
 
 top=$(cd "$(dirname "$0")/../../.." && pwd)
 . "$top/tools/testing/selftests/memhp/lib.sh"
@@ -70,6 +76,8 @@ echo "DIMM 1: block $block, pfns $lo-$((hi - 1))"
 echo "step 1: $("$bin" 1 "$lo" "$hi" "$MIB")"
 control=$("$bin" 3 "$lo" "$hi" "$MIB")
 echo "step 2 (control, same DIMM): $control"
+control_rw=$("$bin" 6 "$lo" "$hi" "$MIB" 0x200)
+echo "step 2 (control, same DIMM, another offset): $control_rw"
 if [ "${SAME_BACKEND:-0}" = 1 ]; then
 	unplug 1
 	plug 2 tbm1
@@ -82,6 +90,8 @@ fi
 [ "$block" = "$first" ] || die "the new DIMM is at block $block, not $first"
 replug=$("$bin" 2 "$lo" "$hi" "$MIB")
 echo "step 3 (new DIMM, same range): $replug"
+replug_rw=$("$bin" 4 "$lo" "$hi" "$MIB" 0x300)
+echo "step 4 (new DIMM, another offset): $replug_rw"
 if [ "${SAME_BACKEND:-0}" = 1 ]; then
 	unplug 2 tbm1
 else
@@ -89,12 +99,21 @@ else
 fi
 rm -f "$bin" /tmp/tb-replug.blocks0 /tmp/tb-replug.blocks1
 
-case "$control" in
-*"another value: 0") ;;
-*) echo "tb-replug: the control ran stale code too"; exit 2 ;;
-esac
+# stale LINE: true when a call of LINE (either half) returned another value.
+stale()
+{
+	case "$1" in
+	*"another value: "[1-9]*) return 0 ;;
+	*) return 1 ;;
+	esac
+}
+
+stale "$control" || stale "$control_rw" && { echo "tb-replug: the control ran stale code too"; exit 2; }
 case "$replug" in
 "pages in range 0,"*) echo "tb-replug: no page of the new DIMM was used"; exit 2 ;;
-*"another value: 0") echo "tb-replug: no stale code after the re-plug"; exit 0 ;;
-*) echo "tb-replug: stale code ran after the re-plug"; exit 1 ;;
 esac
+rc=0
+stale "$replug" && { echo "tb-replug: stale code ran after the re-plug"; rc=1; }
+stale "$replug_rw" && { echo "tb-replug: rewritten code in the new DIMM ran its old version"; rc=1; }
+[ "$rc" = 0 ] && echo "tb-replug: no stale code after the re-plug"
+exit "$rc"
