@@ -13,6 +13,9 @@
 # and up to two offlinable ones must go offline (and come back).
 # Failing offlines dump the blocking page: those dumps are expected and
 # bracketed for memhp-vm with memhp-expect lines.
+# The DIMM stays plugged, its first block online in ZONE_NORMAL (kernel
+# memory may be there by the end): the tests after this one in the same
+# guest run with it.
 
 . "$(dirname "$0")/lib.sh"
 
