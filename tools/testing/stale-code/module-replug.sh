@@ -5,10 +5,12 @@
 # a re-plugged DIMM? In a guest (memhp-vm, TCG; the modules and
 # selftests built for its kernel):
 #
-#   tools/testing/vm/memhp-vm --timeout 900 --reuse-freed-ram -- \
+#   tools/testing/vm/memhp-vm --timeout 300 --reuse-freed-ram -- \
 #	tools/testing/stale-code/module-replug.sh
 #
-# (an Oops in a cycle may leave the guest hanging: --timeout ends it).
+# (an Oops in a cycle may leave the guest hanging: --timeout ends it;
+# with memhp-vm's hold of freed RAM, its default, 100 cycles take about
+# three minutes: --timeout 900).
 #
 # 1. Hot-add a 128 MiB pc-dimm, online it movable, and have tb-replug run
 #    a function in every page of it that it gets (the emulator translates
@@ -25,7 +27,9 @@
 #    without its every-10th extras. One such cycle runs before step 1,
 #    so that the programs' code is in boot memory.
 #
-# Prints how many cycles ran; exits 1 when a cycle failed (the kernel log
+# Prints ZONE_NORMAL's free pages before and with the first cycle's
+# modules loaded (what they and their work took from the DIMM), and how
+# many cycles ran; exits 1 when a cycle failed (the kernel log
 # then says how; memhp-vm exits 125 for an Oops), 0 when all ran, 2 when
 # it could not set up.
 
@@ -60,12 +64,22 @@ plug()
 	echo "$2" > "$MEMORY_SYSFS/memory$block/state" || die "$2 $block"
 }
 
+# normal_pages: ZONE_NORMAL's present and free pages, or none.
+normal_pages()
+{
+	awk '/zone +Normal/ {z = 1} z && $1 == "present" {p = $2} z && $1 == "nr_free_pages" {
+		print p " present, " $2 " free"; f = 1; exit } END { if (!f) print "none" }' /proc/zoneinfo
+}
+
+# cycle N: load, work, unload; the first says what ZONE_NORMAL gave.
 cycle()
 {
-	local m
+	local m free0
 
+	[ "$1" = 1 ] && free0=$(normal_pages)
 	memhp_load migrate_test && memhp_load buddy_split nr_sections=4 section_mb=4 pinned_sections=1 &&
 		memhp_load pfn_lookup && memhp_load sparse_hotplug || return 1
+	[ "$1" = 1 ] && echo "cycle 1: ZONE_NORMAL pages: $free0; modules loaded: $(normal_pages)"
 	"$LOADGEN" once-migrate 2 > /dev/null || return 1
 	"$LOADGEN" once-buddy > /dev/null || return 1
 	for m in $MODS; do
@@ -77,18 +91,18 @@ cycle()
 # find, memhp_loadgen...) have their code in the page cache of boot
 # memory from then on, so that in step 3 only module memory is new.
 cycle 0 || die "a cycle without the DIMM failed"
-normal_pages()
-{
-	awk '/zone +Normal/ {z = 1} z && $1 == "present" {p = $2} z && $1 == "nr_free_pages" {
-		print p " present, " $2 " free"; f = 1; exit } END { if (!f) print "none" }' /proc/zoneinfo
-}
 echo "ZONE_NORMAL pages before the DIMMs: $(normal_pages)"
-seq 1 > /dev/null
+seq 1 > /dev/null	# the loop's program, also read before the DIMMs
 
 plug 1 online_movable
 lo=$((block * bs / 4096))
 hi=$(((block + 1) * bs / 4096))
-echo "DIMM 1: block $block, pfns $lo-$((hi - 1)): $("$tmp/tb-replug" 1 "$lo" "$hi" "$MIB")"
+out=$("$tmp/tb-replug" 1 "$lo" "$hi" "$MIB") || die "tb-replug failed"
+echo "DIMM 1: block $block, pfns $lo-$((hi - 1)): $out"
+case "$out" in
+"pages in range "[1-9]*) ;;
+*) die "no page of DIMM 1 ran code" ;;
+esac
 echo offline > "$MEMORY_SYSFS/memory$block/state" || die "offline $block"
 memhp-qmp device_del id=mrd1 > /dev/null || die "device_del"
 memhp-qmp x-memhp-wait-event event=DEVICE_DELETED 'match={"device":"mrd1"}' \

@@ -68,15 +68,31 @@ unplug()
 	[ -z "${2:-}" ] || memhp-qmp object-del id="$2" > /dev/null || die "object-del"
 }
 
+# run VALUE [OFFSET]: tb-replug over the DIMM's frames; prints its line,
+# or says on stderr why not and fails (it failed, or no page of the DIMM
+# was used). The callers exit 2 then.
+run()
+{
+	local out
+
+	out=$("$bin" "$1" "$lo" "$hi" "$MIB" ${2:+"$2"}) ||
+		{ echo "tb-replug: the run with $* failed" >&2; return 1; }
+	case "$out" in
+	"pages in range "[1-9]*) echo "$out" ;;
+	*) echo "tb-replug: the run with $* used no page of the DIMM: $out" >&2; return 1 ;;
+	esac
+}
+
 plug 1
 first=$block
 lo=$((block * bs / 4096))
 hi=$(((block + 1) * bs / 4096))
 echo "DIMM 1: block $block, pfns $lo-$((hi - 1))"
-echo "step 1: $("$bin" 1 "$lo" "$hi" "$MIB")"
-control=$("$bin" 3 "$lo" "$hi" "$MIB")
+step1=$(run 1) || exit 2
+echo "step 1: $step1"
+control=$(run 3) || exit 2
 echo "step 2 (control, same DIMM): $control"
-control_rw=$("$bin" 6 "$lo" "$hi" "$MIB" 0x200)
+control_rw=$(run 6 0x200) || exit 2
 echo "step 2 (control, same DIMM, another offset): $control_rw"
 if [ "${SAME_BACKEND:-0}" = 1 ]; then
 	unplug 1
@@ -88,9 +104,9 @@ else
 	echo "DIMM 2: block $block, on a new backend"
 fi
 [ "$block" = "$first" ] || die "the new DIMM is at block $block, not $first"
-replug=$("$bin" 2 "$lo" "$hi" "$MIB")
+replug=$(run 2) || exit 2
 echo "step 3 (new DIMM, same range): $replug"
-replug_rw=$("$bin" 4 "$lo" "$hi" "$MIB" 0x300)
+replug_rw=$(run 4 0x300) || exit 2
 echo "step 4 (new DIMM, another offset): $replug_rw"
 if [ "${SAME_BACKEND:-0}" = 1 ]; then
 	unplug 2 tbm1
@@ -109,9 +125,6 @@ stale()
 }
 
 stale "$control" || stale "$control_rw" && { echo "tb-replug: the control ran stale code too"; exit 2; }
-case "$replug" in
-"pages in range 0,"*) echo "tb-replug: no page of the new DIMM was used"; exit 2 ;;
-esac
 rc=0
 stale "$replug" && { echo "tb-replug: stale code ran after the re-plug"; rc=1; }
 stale "$replug_rw" && { echo "tb-replug: rewritten code in the new DIMM ran its old version"; rc=1; }

@@ -171,21 +171,29 @@ ktap_test_result "--compare --functions of a run with itself shows no difference
 	eval '[ $rc = 0 ] && grep -q " 0  drop_caches_sysctl_handler$" "$tmp/functions.out" &&
 	 ! awk "/^  *[0-9,]+ +[0-9,]+ +-?[0-9,]+  /" "$tmp/functions.out" | grep -qv " 0  "'
 
-# 16+17: a DIMM removed with its backend and added again on a new one of
-# the same size runs no stale code (tb-replug.sh: steps 3 and 4), because
-# the relay holds the RAM offset the deleted backend freed; its log says
-# which offset, and the hold took that one.
-"$vm" --keep --no-virtio-mem -- tools/testing/stale-code/tb-replug.sh > "$tmp/replug.out" 2>&1
+# 16+17: under TCG, a DIMM removed with its backend and added again on a
+# new one of the same size runs no stale code (tb-replug.sh: steps 3 and
+# 4), because the relay holds the RAM offset the deleted backend freed;
+# its log says which offset, and the hold took that one. The run
+# directory is kept when either case fails.
+"$vm" --accel tcg --keep --no-virtio-mem -- tools/testing/stale-code/tb-replug.sh > "$tmp/replug.out" 2>&1
 rc=$?
 sed 's/^/# /' "$tmp/replug.out"
 rundir=$(grep -o "logs in build/vm/run-[a-z0-9_]*" "$tmp/replug.out" | head -n 1)
 rundir=${rundir:+$top/${rundir#logs in }}
 qmplog=${rundir:-$tmp/none}/qmp.log
 grep "relay: " "$qmplog" 2>/dev/null | sed 's/^[0-9.]* /# /'
+held_ok()
+{
+	local n
+
+	for n in 1 2; do
+		grep -Eq "relay: tbm$n freed RAM (0x[0-9a-f+x]+); memhp-hold-$n holds \1$" "$qmplog" || return 1
+	done
+	! grep -q "relay: warning" "$qmplog"
+}
 ktap_test_result "a re-plugged DIMM on a new backend runs no stale code (tb-replug exit 0)" [ $rc = 0 ]
-ktap_test_result "object-del of a DIMM backend: memhp-hold takes the RAM offset it freed" \
-	eval '[ "$(grep -Ec "relay: tbm[12] freed RAM (0x[0-9a-f+x]+); memhp-hold-[12] holds \1$" "$qmplog")" = 2 ] &&
-	      ! grep -q "relay: warning" "$qmplog"'
-[ -n "$rundir" ] && rm -rf "$rundir"
+ktap_test_result "object-del of a DIMM backend: memhp-hold takes the RAM offset it freed" held_ok
+[ $rc = 0 ] && held_ok && [ -n "$rundir" ] && rm -rf "$rundir"
 
 ktap_finished
