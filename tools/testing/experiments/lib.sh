@@ -52,11 +52,12 @@ count_per()
 
 # shared_backend ID SIZE: add the memory backend ID that every DIMM of this
 # guest is plugged on (device_add ... memdev=ID); delete it (object-del)
-# only when the guest ends. A backend deleted and another of its size added
-# would take the same ram_addr_t range in QEMU, whose TCG then runs
-# translations of the old DIMM's code for the new DIMM's
-# (Documentation/known-issues.rst, "A re-plugged DIMM runs code the old
-# DIMM held").
+# only when the guest ends. In QEMU, a backend added after one was deleted
+# can take its ram_addr_t range, whose TCG then runs translations of the
+# old DIMM's code for the new DIMM's (Documentation/known-issues.rst, "A
+# re-plugged DIMM runs code the old DIMM held"). memhp-vm's relay prevents
+# that with a backend that holds the freed range; one backend per guest
+# needs no hold and keeps object-add out of every cycle's plug.
 shared_backend()
 {
 	memhp-qmp object-add qom-type=memory-backend-ram id="$1" size="$2" > /dev/null
