@@ -33,36 +33,14 @@
 # then says how; memhp-vm exits 125 for an Oops), 0 when all ran, 2 when
 # it could not set up.
 
-top=$(cd "$(dirname "$0")/../../.." && pwd)
-. "$top/tools/testing/selftests/memhp/lib.sh"
+NAME=module-replug
+ID=mr
+. "$(dirname "$0")/lib.sh"
 
-SIZE=$((128 << 20))
-MIB=192		# more than the DIMM: anonymous memory fills ZONE_MOVABLE first
 CYCLES=${CYCLES:-100}
 MODS="migrate_test buddy_split pfn_lookup sparse_hotplug"
-
-die() { echo "module-replug: $*"; exit 2; }
-
-tmp=$(mktemp -d) || die "mktemp"
-trap 'rm -rf "$tmp"' EXIT
-gcc -O2 -Wall -Werror -o "$tmp/tb-replug" "$top/tools/testing/stale-code/tb-replug.c" ||
-	die "build failed"
 LOADGEN=$(memhp_bin memhp_loadgen)
 [ -x "$LOADGEN" ] || die "no memhp_loadgen (make selftests)"
-set_auto_online offline
-bs=$(block_size_bytes)
-[ "$SIZE" -eq "$bs" ] || die "block size $bs is not $SIZE"
-memory_blocks > "$tmp/blocks0"
-
-# plug N ONLINE: add DIMM mrd$N on a new backend mrm$N and online its
-# block with ONLINE (online_movable, online_kernel); $block is the block.
-plug()
-{
-	dimm_add "mrd$1" "mrm$1" "$SIZE" || die "dimm_add $1"
-	wait_new_blocks "$tmp/blocks0" "$tmp/blocks1" 1 || die "no new block"
-	block=$(cat "$tmp/blocks1")
-	echo "$2" > "$MEMORY_SYSFS/memory$block/state" || die "$2 $block"
-}
 
 # normal_pages: ZONE_NORMAL's present and free pages, or none.
 normal_pages()
@@ -95,19 +73,9 @@ echo "ZONE_NORMAL pages before the DIMMs: $(normal_pages)"
 seq 1 > /dev/null	# the loop's program, also read before the DIMMs
 
 plug 1 online_movable
-lo=$((block * bs / 4096))
-hi=$(((block + 1) * bs / 4096))
-out=$("$tmp/tb-replug" 1 "$lo" "$hi" "$MIB") || die "tb-replug failed"
+out=$(run 1) || exit 2
 echo "DIMM 1: block $block, pfns $lo-$((hi - 1)): $out"
-case "$out" in
-"pages in range "[1-9]*) ;;
-*) die "no page of DIMM 1 ran code" ;;
-esac
-echo offline > "$MEMORY_SYSFS/memory$block/state" || die "offline $block"
-memhp-qmp device_del id=mrd1 > /dev/null || die "device_del"
-memhp-qmp x-memhp-wait-event event=DEVICE_DELETED 'match={"device":"mrd1"}' \
-	timeout=60 > /dev/null || die "no DEVICE_DELETED"
-memhp-qmp object-del id=mrm1 > /dev/null || die "object-del"
+unplug 1 mrm1
 first=$block
 plug 2 online_kernel
 [ "$block" = "$first" ] || die "the new DIMM is at block $block, not $first"

@@ -28,65 +28,12 @@
 # Prints one line per step; exits 1 when step 3 or 4 ran stale code, 0
 # when neither did, 2 when it could not run the steps.
 
-top=$(cd "$(dirname "$0")/../../.." && pwd)
-. "$top/tools/testing/selftests/memhp/lib.sh"
+NAME=tb-replug
+ID=tb
+. "$(dirname "$0")/lib.sh"
 
-SIZE=$((128 << 20))
-MIB=192		# more than the DIMM: anonymous memory fills ZONE_MOVABLE first
-
-die() { echo "tb-replug: $*"; exit 2; }
-
-bin=$(mktemp /tmp/tb-replug.XXXXXX) || die "mktemp"
-gcc -O2 -Wall -Werror -o "$bin" "$top/tools/testing/stale-code/tb-replug.c" || die "build failed"
-set_auto_online offline
-bs=$(block_size_bytes)
-[ "$SIZE" -eq "$bs" ] || die "block size $bs is not $SIZE"
-memory_blocks > /tmp/tb-replug.blocks0
-
-# plug N [BACKEND]: add DIMM tbd$N on BACKEND, or on a new backend tbm$N;
-# $block is its memory block.
-plug()
-{
-	if [ -n "${2:-}" ]; then
-		memhp-qmp device_add driver=pc-dimm id="tbd$1" memdev="$2" > /dev/null ||
-			die "device_add $1"
-	else
-		dimm_add "tbd$1" "tbm$1" "$SIZE" || die "dimm_add $1"
-	fi
-	wait_new_blocks /tmp/tb-replug.blocks0 /tmp/tb-replug.blocks1 1 || die "no new block"
-	block=$(cat /tmp/tb-replug.blocks1)
-	echo online_movable > "$MEMORY_SYSFS/memory$block/state" || die "online $block"
-}
-
-# unplug N [BACKEND]: remove DIMM tbd$N, then delete BACKEND (if given).
-unplug()
-{
-	echo offline > "$MEMORY_SYSFS/memory$block/state" || die "offline $block"
-	memhp-qmp device_del id="tbd$1" > /dev/null || die "device_del"
-	memhp-qmp x-memhp-wait-event event=DEVICE_DELETED "match={\"device\":\"tbd$1\"}" \
-		timeout=60 > /dev/null || die "no DEVICE_DELETED"
-	[ -z "${2:-}" ] || memhp-qmp object-del id="$2" > /dev/null || die "object-del"
-}
-
-# run VALUE [OFFSET]: tb-replug over the DIMM's frames; prints its line,
-# or says on stderr why not and fails (it failed, or no page of the DIMM
-# was used). The callers exit 2 then.
-run()
-{
-	local out
-
-	out=$("$bin" "$1" "$lo" "$hi" "$MIB" ${2:+"$2"}) ||
-		{ echo "tb-replug: the run with $* failed" >&2; return 1; }
-	case "$out" in
-	"pages in range "[1-9]*) echo "$out" ;;
-	*) echo "tb-replug: the run with $* used no page of the DIMM: $out" >&2; return 1 ;;
-	esac
-}
-
-plug 1
+plug 1 online_movable
 first=$block
-lo=$((block * bs / 4096))
-hi=$(((block + 1) * bs / 4096))
 echo "DIMM 1: block $block, pfns $lo-$((hi - 1))"
 step1=$(run 1) || exit 2
 echo "step 1: $step1"
@@ -96,11 +43,11 @@ control_rw=$(run 6 0x200) || exit 2
 echo "step 2 (control, same DIMM, another offset): $control_rw"
 if [ "${SAME_BACKEND:-0}" = 1 ]; then
 	unplug 1
-	plug 2 tbm1
+	plug 2 online_movable tbm1
 	echo "DIMM 2: block $block, on DIMM 1's backend"
 else
 	unplug 1 tbm1
-	plug 2
+	plug 2 online_movable
 	echo "DIMM 2: block $block, on a new backend"
 fi
 [ "$block" = "$first" ] || die "the new DIMM is at block $block, not $first"
@@ -113,7 +60,6 @@ if [ "${SAME_BACKEND:-0}" = 1 ]; then
 else
 	unplug 2 tbm2
 fi
-rm -f "$bin" /tmp/tb-replug.blocks0 /tmp/tb-replug.blocks1
 
 # stale LINE: true when a call of LINE (either half) returned another value.
 stale()

@@ -105,6 +105,17 @@ dimm_add()
 		memhp-qmp device_add driver=pc-dimm id="$1" memdev="$2" >/dev/null
 }
 
+# dimm_del DIMM_ID [MEM_ID]: hot-remove the pc-dimm DIMM_ID (its blocks
+# offline already), wait (60 s at most) for QEMU's DEVICE_DELETED, then
+# delete its backend MEM_ID, if given.
+dimm_del()
+{
+	memhp-qmp device_del id="$1" >/dev/null &&
+		memhp-qmp x-memhp-wait-event event=DEVICE_DELETED "match={\"device\":\"$1\"}" \
+			timeout=60 >/dev/null &&
+		{ [ -z "${2:-}" ] || memhp-qmp object-del id="$2" >/dev/null; }
+}
+
 # wait_new_blocks BEFORE OUT COUNT: wait (30 s at most) until COUNT memory
 # blocks exist that the file BEFORE (memory_blocks output) does not list,
 # and write them to OUT, sorted numerically. OUT keeps the last list seen.
