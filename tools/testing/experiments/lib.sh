@@ -74,13 +74,13 @@ have_n_new_blocks()
 	[ "$(new_blocks | wc -l)" -eq "$1" ]
 }
 
-# Record the accelerator in $MEMHP_OUT/accel: KVM guests see kvm-clock;
-# under TCG it is absent.
+# Record the accelerator in $MEMHP_OUT/accel: memhp-vm's own choice
+# (MEMHP_ACCEL, set by guest-run), which host scripts print.
 record_accel()
 {
-	if grep -qw kvm-clock /sys/devices/system/clocksource/clocksource0/available_clocksource; then
-		echo kvm > "$MEMHP_OUT/accel"
-	else
-		echo tcg > "$MEMHP_OUT/accel"
-	fi
+	case "$MEMHP_ACCEL" in
+	kvm|tcg) echo "$MEMHP_ACCEL" > "$MEMHP_OUT/accel" ;;
+	*) echo "record_accel: MEMHP_ACCEL '$MEMHP_ACCEL' is neither kvm nor tcg" >&2
+	   return 1 ;;
+	esac
 }

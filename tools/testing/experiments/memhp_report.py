@@ -2,7 +2,18 @@
 """Small helpers for experiments' host scripts: statistics and markdown."""
 
 import csv
+import os
 import statistics
+
+
+def accel(out):
+    """The accelerator the experiment's guest ran under, "KVM" or "TCG"
+    (record_accel in lib.sh writes OUT/accel from memhp-vm's choice)."""
+    try:
+        with open(os.path.join(out, "accel")) as f:
+            return f.read().strip().upper()
+    except OSError:
+        return "an unrecorded accelerator"
 
 
 def read_csv(path):
