@@ -13,30 +13,33 @@ VENV	:= $(TOP)/.venv
 PY	:= $(VENV)/bin/python
 SETUP	:= $(TOP)/tools/setup.sh
 
-# The kernels the suite targets, newest installed of each (make setup
-# installs them): Debian's 6.1 (bookworm), 6.12 (bookworm's linux-6.12) and
-# 7.3 (trixie-backports). 7.3's headers were made with gcc-14 (bookworm
-# has gcc-12), so setup puts them into a trixie root with that compiler,
-# BUILD_ROOT, and its image into /usr/lib/modules; see
-# Documentation/kernel-compat.rst.
+# The kernels the suite targets: tools/kernels.tsv (series, release
+# pattern, source), the newest installed release of each. make setup
+# installs them; 7.3's headers were made with gcc-14 (bookworm has gcc-12),
+# so setup puts them into a trixie root with that compiler, BUILD_ROOT
+# (Documentation/kernel-compat.rst).
 BUILD_ROOT ?= /var/cache/memhp-lab/trixie-root
-KVER_61	 := $(shell ls /lib/modules 2>/dev/null | grep -E '^6\.1\.0-[0-9]+-amd64$$' | sort -V | tail -n1)
-KVER_612 := $(shell ls /lib/modules 2>/dev/null | \
-	      grep -E '^6\.12\.[0-9]+\+deb[0-9]+(\.[0-9]+)?-amd64$$' | sort -V | tail -n1)
-KVER_73	 := $(shell ls /lib/modules $(BUILD_ROOT)/usr/lib/modules 2>/dev/null | \
-	      grep -E '^7\.3\.[0-9]+\+deb[0-9]+(\.[0-9]+)?-amd64$$' | sort -uV | tail -n1)
-# Every kernel `make check`, `make run` and `make modules-all` cover.
-KVERS	?= $(strip $(KVER_61) $(KVER_612) $(KVER_73))
+KERNELS_TABLE := $(TOP)/tools/kernels.tsv
+KERNEL_PATTERNS := $(shell awk -F'\t' '!/^\#/ && NF >= 2 { print $$2 }' $(KERNELS_TABLE))
+# $(call newest-release,ERE): the newest installed release a pattern matches.
+newest-release = $(shell ls /lib/modules $(BUILD_ROOT)/usr/lib/modules 2>/dev/null | \
+		 grep -xE '$(1)' | sort -uV | tail -n1)
+# Every kernel `make check`, `make run` and `make modules-all` cover, in
+# the table's order.
+KVERS_FOUND := $(strip $(foreach p,$(KERNEL_PATTERNS),$(call newest-release,$(p))))
+KVERS	?= $(KVERS_FOUND)
+# The default kernel: the table's first.
+KVER_DEFAULT := $(call newest-release,$(firstword $(KERNEL_PATTERNS)))
 
 # One kernel per build: KVER=<release> builds against its headers,
 # KDIR=<tree> against any configured tree (KVER is then its release,
 # UTS_RELEASE: Debian's kernel.release says 6.1.192 for 6.1.0-56-amd64);
-# neither: the 6.1 kernel.
+# neither: the default kernel (the table's first).
 ifneq ($(KDIR),)
 KVER	?= $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' \
 	     $(KDIR)/include/generated/utsrelease.h 2>/dev/null)
 else
-KVER	?= $(KVER_61)
+KVER	?= $(KVER_DEFAULT)
 # A kernel whose headers only BUILD_ROOT has (7.3) is built there.
 KDIR	:= $(firstword $(wildcard /lib/modules/$(KVER)/build \
 	     $(BUILD_ROOT)/usr/lib/modules/$(KVER)/build) /lib/modules/$(KVER)/build)
@@ -87,7 +90,7 @@ CHECKPATCH_FLAGS = --no-tree --strict --quiet --no-summary --show-types --terse 
 
 .PHONY: all modules modules-all mod-tree kver-check clean setup setup-check checkpatch sparse unit \
 	selftests check check-long run help install dkms-install dkms-check vm-shell print-kver print-kvers \
-	process-words setup-7.3 count profile
+	process-words setup-7.3 count profile unit-c unit-py
 
 all: modules
 
@@ -118,7 +121,7 @@ copy-uapi = [ -z "$(KSOURCE)" ] || [ ! -r $(KSOURCE)/include/uapi/linux/$(1) ] |
 # compiled against another's headers only shows at insmod (vermagic).
 kver-check:
 	@test -n "$(KVER)" || { echo "no kernel release: KDIR=$(KDIR) has no" \
-		"include/generated/utsrelease.h, or no 6.1 kernel is installed (make setup)"; exit 1; }
+		"include/generated/utsrelease.h, or the default kernel (tools/kernels.tsv, first line) is not installed (make setup)"; exit 1; }
 	@test -d $(KDIR) || { echo "no kernel tree $(KDIR) (KVER=$(KVER)): make setup" \
 		"(7.3: make setup-7.3)"; exit 1; }
 	@rel=$$(sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' \
@@ -194,8 +197,17 @@ profile: count
 		memhp-mark run profile -- bash $(BUILD)/profile.sh
 	$(TOP)/tools/testing/count/memhp-count-report $(PROFILE_ARGS) $(PROFILE_OUT)
 
-unit: setup-check
+# The unit tests: the portable cores' (C, kselftest harness, KTAP) and the
+# host side's (pytest: memhp-vm's problem filter, QMP relay and QEMU
+# command lines, the kernel table, the count report). No guest boots.
+unit: unit-c unit-py
+
+unit-c: setup-check
 	@$(MAKE) --no-print-directory -C tools/testing/unit OUTPUT=$(BUILD)/unit run_tests
+
+PYTEST_DIRS = tools/testing/tests $(wildcard tools/testing/count/test_*.py)
+unit-py: setup-check
+	@cd $(TOP) && $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) $(PYTEST_DIRS)
 
 # The pfn lookup benchmark (NetBSD uvm_physseg workloads on five section
 # tables): tables, CSV, PNG in results/bench-pfn/. BENCH_ARGS=--full adds

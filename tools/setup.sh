@@ -213,13 +213,18 @@ if [ -n "$need_apt" ] || { [ -n "$need_bpo" ] && [ "$check_only" = 0 ]; }; then
 	fi
 fi
 
-# --- the kernel the suite targets -------------------------------------------
-kver=$(ls /lib/modules 2>/dev/null | grep -E '^6\.1\.0-[0-9]+-amd64$' | sort -V | tail -n1 || true)
-kver612=$(ls /lib/modules 2>/dev/null | grep -E '^6\.12\.[0-9]+\+deb[0-9]+(\.[0-9]+)?-amd64$' |
-	sort -V | tail -n1 || true)
-if { [ -z "$kver" ] || [ -z "$kver612" ]; } && [ "$check_only" = 0 ]; then
-	echo "setup: no 6.1.0-*-amd64 or 6.12.*+deb12-amd64 kernel under /lib/modules after install" >&2
-	exit 1
+# --- the kernels the suite targets (tools/kernels.tsv) ------------------------
+# Each series that apt installs must now have a release under /lib/modules
+# (the trixie-root ones are tools/setup-7.3.sh's).
+if [ "$check_only" = 0 ]; then
+	while IFS=$'\t' read -r series pattern source; do
+		case "$series" in ''|'#'*) continue ;; esac
+		[ "$source" = apt ] || continue
+		ls /lib/modules 2>/dev/null | grep -qxE "$pattern" || {
+			echo "setup: no $series kernel ($pattern) under /lib/modules after install" >&2
+			exit 1
+		}
+	done < "$TOP/tools/kernels.tsv"
 fi
 
 # --- linux-source extraction -------------------------------------------------
@@ -337,8 +342,8 @@ if [ "$check_only" = 1 ]; then
 		printf 'setup: missing: %s\n' "${missing[@]}"
 		exit 1
 	fi
-	say "everything is installed (kernels $kver and $kver612, $(qemu-system-x86_64 --version | head -n1))"
+	say "everything is installed (kernels $(make -s -C "$TOP" --no-print-directory print-kvers), $(qemu-system-x86_64 --version | head -n1))"
 	exit 0
 fi
 
-say "ready: kernels $kver and $kver612 (headers in /lib/modules/*/build), $(qemu-system-x86_64 --version | head -n1), sources $KSRC, venv $VENV"
+say "ready: kernels $(make -s -C "$TOP" --no-print-directory print-kvers), $(qemu-system-x86_64 --version | head -n1), sources $KSRC, venv $VENV"

@@ -56,7 +56,7 @@ def experiments():
             yield name, path
 
 
-from memhp_common import kernels, series  # noqa: E402
+from memhp_common import kernels, select_kernels, series  # noqa: E402
 
 
 def stream(cmd, env, prefix):
@@ -81,6 +81,28 @@ def stream(cmd, env, prefix):
 PARTS = {}
 
 
+def vm_args_of(path):
+    """An experiment's memhp-vm options (its vm-args file), as a list."""
+    try:
+        with open(os.path.join(path, "vm-args")) as f:
+            return shlex.split(f.read())
+    except OSError:
+        return []
+
+
+def guest_cmd(path, kver, out, args, memhp_vm_opts=()):
+    """The memhp-vm command of an experiment's guest part (memhp_vm_opts
+    go first: --print-cmd for the unit tests)."""
+    assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in args.env.items())
+    guest = os.path.join(path, "guest")
+    counting = args.count == "on" or (args.count == "auto" and
+                                      os.path.exists(os.path.join(path, "count")))
+    count = ["--count", os.path.join(out, "count.json")] if counting else []
+    return [MEMHP_VM, "--timeout", str(args.guest_timeout), "--kernel", kver] + \
+        list(memhp_vm_opts) + vm_args_of(path) + count + \
+        ["--", f"{assigns} MEMHP_OUT={shlex.quote(out)} {shlex.quote(guest)}".strip()]
+
+
 def run_one(name, path, kver, args):
     out = os.path.join(RESULTS, kver, name)
     os.makedirs(out, exist_ok=True)
@@ -92,24 +114,12 @@ def run_one(name, path, kver, args):
     tag = series(kver)
     guest = os.path.join(path, "guest")
     if os.path.exists(guest):
-        vm_args = []
-        try:
-            with open(os.path.join(path, "vm-args")) as f:
-                vm_args = shlex.split(f.read())
-        except OSError:
-            pass
-        say(f"{name} [{kver}]: guest {' '.join(vm_args)}")
-        assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in args.env.items())
-        counting = args.count == "on" or (args.count == "auto" and
-                                          os.path.exists(os.path.join(path, "count")))
-        count = ["--count", os.path.join(out, "count.json")] if counting else []
         for stale in ("count.json", "count.json.kallsyms", "count.json.syms",
                       "count-report.json", "count-units"):
             if os.path.exists(os.path.join(out, stale)):
                 os.remove(os.path.join(out, stale))
-        cmd = [MEMHP_VM, "--timeout", str(args.guest_timeout), "--kernel", kver] + vm_args + \
-              count + \
-              ["--", f"{assigns} MEMHP_OUT={shlex.quote(out)} {shlex.quote(guest)}".strip()]
+        cmd = guest_cmd(path, kver, out, args)
+        say(f"{name} [{kver}]: guest {' '.join(vm_args_of(path))}")
         ts = time.monotonic()
         rc, boot = stream(cmd, env, f"{tag:>4} guest")
         PARTS.setdefault((kver, name), {}).update(guest=time.monotonic() - ts, boot=boot)
@@ -397,6 +407,26 @@ def report_times(kvers, exps, took, total):
     say(f"times: {os.path.relpath(path, TOP)}")
 
 
+def recorded_accels(kvers, exps):
+    """The accelerators the guests of these results ran under, from each
+    experiment's accel file (record_accel): "TCG", "KVM", or both with
+    the experiments of each."""
+    seen = {}
+    for k in kvers:
+        for name, _ in exps:
+            try:
+                with open(os.path.join(RESULTS, k, name, "accel")) as f:
+                    a = f.read().strip().upper()
+            except OSError:
+                continue
+            seen.setdefault(a, []).append(f"{name} [{series(k)}]")
+    if not seen:
+        return "(no experiment recorded its accelerator)"
+    if len(seen) == 1:
+        return next(iter(seen))
+    return "; ".join(f"{a}: {', '.join(v)}" for a, v in sorted(seen.items()))
+
+
 def main():
     p = argparse.ArgumentParser(prog="make run", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -404,7 +434,7 @@ def main():
     p.add_argument("--only", default="", help="comma-separated experiments (names or NN prefixes)")
     p.add_argument("--list", action="store_true", help="list the experiments")
     p.add_argument("--kernels", default="",
-                   help="comma-separated releases or series (6.1, 6.12, 7.3); default: "
+                   help="comma-separated releases or series (tools/kernels.tsv); default: "
                    "all (make print-kvers); the first is the base of the ratios")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                    help="set in every guest and host part (repeatable), e.g. CYCLES=2, "
@@ -439,14 +469,10 @@ def main():
         exps = [(n, pth) for n, pth in exps if any(n == w or n.startswith(w) for w in wanted)]
         if not exps:
             p.error("no such experiment (see --list)")
-    kvers = kernels()
-    if args.kernels:
-        want = [k for k in args.kernels.split(",") if k]
-        kvers = [k for w in want for k in kvers
-                 if k == w or k.startswith(w + ".") or k.startswith(w + "-")]
-        kvers = list(dict.fromkeys(kvers))
-        if not kvers:
-            p.error(f"--kernels {args.kernels}: none of {' '.join(kernels())}")
+    try:
+        kvers = select_kernels(args.kernels, kernels())
+    except ValueError as e:
+        p.error(str(e))
 
     count_why = f"--count {args.count}"
     if args.count is None and not args.report_only:
@@ -505,9 +531,10 @@ def main():
     if args.count is None:
         args.count, count_why = "off", "not recorded"
     env_note = " ".join(f"{k}={v}" for k, v in args.env.items())
+    accels = recorded_accels(kvers, exps)
     report = ["# memhp-lab results\n",
               f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}",
-              f"- guest kernels: {', '.join(kvers)} under QEMU (see each experiment's accel); " +
+              f"- guest kernels: {', '.join(kvers)} under QEMU {accels}; " +
               (f"ratios are {' and '.join(series(k) for k in kvers[1:])} over {series(kvers[0])}, "
                "from runs in this `make run`, kernels alternating per experiment"
                if len(kvers) > 1 else "one kernel, no ratios"),
