@@ -3,11 +3,11 @@
 """make check: every test of the suite, one KTAP report.
 
 Stages, in order:
-  unit     user-space unit tests of the portable cores (make unit)
+  unit     user-space unit tests of the portable cores (make unit-c) and
+           of the host side (make unit-py: pytest, no guest)
   static   for each kernel: modules build with -Werror, sparse, DKMS build
            of dkms.conf in a scratch tree; once: selftests build,
-           checkpatch (6.1's, 6.12's and 7.3's checkpatch.pl), process words
-           (scripts/process-words.txt)
+           checkpatch (each kernel's checkpatch.pl)
   guest    the selftests of tools/testing/selftests/memhp inside QEMU
            guests, once per kernel (Debian's 6.1, 6.12 and 7.3: `make
            print-kvers`), a KTAP node per kernel ("guest 6.12.117+deb12-amd64");
@@ -54,13 +54,13 @@ CHECK_CPU_FEATURES = "erms=off,fsrm=off,la57=off"
 # cannot contain "#", and text after it that is not a directive (kselftest's
 # runner.sh writes "# exit=1") is a diagnostic.
 RESULT_RE = re.compile(r"^(not ok|ok) (\d+)\s*([^#]*?)\s*(?:#\s*(.*))?$")
-DIRECTIVE_RE = re.compile(r"(SKIP|TODO|XFAIL|TIMEOUT|ERROR)\b\s*(.*)", re.IGNORECASE)
+DIRECTIVE_RE = re.compile(r"(SKIP|TODO|XFAIL|XPASS|TIMEOUT|ERROR)\b\s*(.*)", re.IGNORECASE)
 
 
 class Leaf:
     def __init__(self, name, status, reason=""):
         self.name = name
-        self.status = status  # pass | fail | skip | xfail
+        self.status = status  # pass | fail | skip | xfail | xpass | error
         self.reason = reason
 
 
@@ -120,7 +120,14 @@ def parse_runner_tap(output):
             status = "skip"
         elif directive == "XFAIL":
             status = "xfail"
-        elif directive in ("TIMEOUT", "ERROR"):
+        elif directive == "XPASS":
+            # kselftest's ksft_test_result_xpass(): passed where a failure
+            # was expected; counted apart, and not as a failure.
+            status = "xpass"
+        elif directive == "ERROR":
+            # ksft_test_result_error(): the test could not decide; fails.
+            status = "error"
+        elif directive == "TIMEOUT":
             status = "fail"
         name = m.group(3).strip() or f"test {m.group(2)}"
         if depth == 1:
@@ -132,7 +139,7 @@ def parse_runner_tap(output):
             for leaf in sub:
                 leaf.name = f"{prog}: {leaf.name}"
             leaves.extend(sub)
-            if status == "fail" and not any(x.status == "fail" for x in sub):
+            if status == "fail" and not any(x.status in ("fail", "error") for x in sub):
                 leaves.append(Leaf(f"{prog}: exits successfully", "fail", why or directive or ""))
             elif status == "skip" and not sub:
                 leaves.append(Leaf(prog, "skip", why))
@@ -162,17 +169,54 @@ def collect_figures(output, where):
 
 def stage_unit(args):
     ts = time.monotonic()
-    rc, out = run_streamed(["make", "--no-print-directory", "unit"], "unit: ")
-    STEPS.append(("unit", "make unit", time.monotonic() - ts))
+    rc, out = run_streamed(["make", "--no-print-directory", "unit-c"], "unit: ")
+    STEPS.append(("unit", "make unit-c", time.monotonic() - ts))
     leaves = parse_runner_tap(out)
-    if rc != 0 and not any(x.status == "fail" for x in leaves):
-        leaves.append(Leaf("unit tests build and run", "fail", f"make unit exited {rc}"))
+    if rc != 0 and not any(x.status in ("fail", "error") for x in leaves):
+        leaves.append(Leaf("unit tests build and run", "fail", f"make unit-c exited {rc}"))
     if not leaves:
         leaves.append(Leaf("unit tests", "fail", "no unit test ran"))
+    ts = time.monotonic()
+    xml = os.path.join(TOP, "build", "unit-py.xml")
+    if os.path.exists(xml):
+        os.remove(xml)
+    rc, out = run_streamed(["make", "--no-print-directory", "unit-py",
+                            f"PYTEST_ARGS=--junitxml={xml}"], "unit: ")
+    STEPS.append(("unit", "make unit-py", time.monotonic() - ts))
+    py = parse_junit(xml)
+    if rc != 0 and not any(x.status == "fail" for x in py):
+        py.append(Leaf("pytest: host-side unit tests run", "fail", f"make unit-py exited {rc}"))
+    if not py:
+        py.append(Leaf("pytest: host-side unit tests", "fail", "no test ran"))
+    return leaves + py
+
+
+def parse_junit(path):
+    """Leaves from pytest's JUnit XML: one per test, "pytest: FILE::TEST"."""
+    import xml.etree.ElementTree as ET
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError):
+        return []
+    leaves = []
+    for case in root.iter("testcase"):
+        mod = case.get("classname", "").split(".")[-1]
+        name = f"pytest: {mod}.py::{case.get('name')}"
+        bad = case.find("failure")
+        if bad is None:
+            bad = case.find("error")
+        skip = case.find("skipped")
+        if bad is not None:
+            msg = " ".join((bad.get("message") or "").split())
+            leaves.append(Leaf(name, "fail", msg[:300]))
+        elif skip is not None:
+            leaves.append(Leaf(name, "skip", skip.get("message") or ""))
+        else:
+            leaves.append(Leaf(name, "pass"))
     return leaves
 
 
-from memhp_common import kernels, series  # noqa: E402
+from memhp_common import kernels, select_kernels, series  # noqa: E402
 
 
 def stage_static(args):
@@ -187,9 +231,7 @@ def stage_static(args):
               ("memhp-count plugin and memhp-mark build with -Werror",
                ["make", "--no-print-directory", "count"]),
               ("checkpatch --strict clean (6.1, 6.12 and 7.3 checkpatch.pl)",
-               ["make", "--no-print-directory", "checkpatch"]),
-              ("no development-process words in the tree (make process-words)",
-               ["make", "--no-print-directory", "process-words"])]
+               ["make", "--no-print-directory", "checkpatch"])]
     for name, cmd in steps:
         ts = time.monotonic()
         rc, out = run_streamed(cmd, "static: ")
@@ -302,6 +344,21 @@ def vm_messages(output):
     return msgs
 
 
+def group_cmd(args, kernel, opts, tests, memhp_vm_opts=()):
+    """The memhp-vm command of one guest group: the tests naming the
+    memhp-vm options opts, booted from kernel (memhp_vm_opts go before the
+    group's own: --print-cmd for the unit tests)."""
+    cmd = [MEMHP_VM, "--quiet", "--timeout", str(args.guest_timeout), "--kernel", kernel]
+    cmd += list(memhp_vm_opts)
+    if args.cpu_features:
+        cmd.append(f"--tcg-cpu-features={args.cpu_features}")
+    cmd += shlex.split(opts)
+    env = " ".join(shlex.quote(f"{k}={v}") for k, v in args.env.items())
+    return cmd + ["--", (f"env {env} " if env else "") +
+                  "make --no-print-directory -C tools/testing/selftests/memhp "
+                  f"OUTPUT={TOP}/build/selftests run_tests T={shlex.quote(' '.join(tests))}"]
+
+
 def stage_guest(args, kver, kernel):
     """Every selftest group in guests booted from kernel (memhp-vm --kernel:
     an installed release or a bzImage).
@@ -322,17 +379,14 @@ def stage_guest(args, kver, kernel):
                 return [Leaf(f"build for {kver}", "fail", f"{' '.join(cmd[4:])} exit {rc}")]
     tag = series(kver)
     groups = guest_groups(args.tests)
+    r = subprocess.run([MEMHP_VM, "--print-accel", "--kernel", kernel], cwd=TOP,
+                       capture_output=True, text=True)
+    log(f"guest {kver}: accelerator {r.stdout.strip() or '?'}: "
+        f"{r.stderr.strip().removeprefix('memhp-vm: ')}")
     for opts, tests in groups.items():
         label = f"{opts or 'default guest'}"
         log(f"guest {kver} [{label}]: {' '.join(tests)}")
-        cmd = [MEMHP_VM, "--quiet", "--timeout", str(args.guest_timeout), "--kernel", kernel]
-        if args.cpu_features:
-            cmd.append(f"--cpu-features={args.cpu_features}")
-        cmd += shlex.split(opts)
-        env = " ".join(shlex.quote(f"{k}={v}") for k, v in args.env.items())
-        cmd += ["--", (f"env {env} " if env else "") +
-                "make --no-print-directory -C tools/testing/selftests/memhp "
-                f"OUTPUT={TOP}/build/selftests run_tests T={shlex.quote(' '.join(tests))}"]
+        cmd = group_cmd(args, kernel, opts, tests)
         t0 = time.monotonic()
         stamps = []
         rc, out = run_streamed(cmd, f"guest {tag}: ", stamps=stamps)
@@ -434,15 +488,15 @@ def main():
                    "KDIR, named by --kernel-release")
     p.add_argument("--kernel-release", default="", help="the release of --kernel")
     p.add_argument("--kernels", default="",
-                   help="comma-separated releases or series (6.1, 6.12, 7.3) to test; "
-                   "default: all (make print-kvers)")
+                   help="comma-separated releases or series (tools/kernels.tsv) to test, "
+                   "in that order; default: all (make print-kvers)")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                    help="set in every guest test's environment (repeatable), e.g. "
                    "SOAK_OPS=1000, FUZZ_RANDOM=5000: the long forms "
                    "(make check-long)")
     p.add_argument("--cpu-features", default=CHECK_CPU_FEATURES, metavar="F=on|off,...",
-                   help="memhp-vm --cpu-features for every guest (default: "
-                   f"{CHECK_CPU_FEATURES}; \"\" for QEMU's full -cpu max)")
+                   help="memhp-vm --tcg-cpu-features for every guest: applied under TCG only "
+                   f"(default: {CHECK_CPU_FEATURES}; \"\" for QEMU's full -cpu max)")
     args = p.parse_args()
     try:
         args.env = dict(e.split("=", 1) for e in args.env)
@@ -458,14 +512,10 @@ def main():
     unknown = [s for s in only if s not in STAGES]
     if unknown:
         p.error(f"stages are: {', '.join(STAGES)}")
-    targets = kernels()
-    if args.kernels:
-        want = [k for k in args.kernels.split(",") if k]
-        targets = [k for k in targets if k in want or
-                   any(k.startswith(w + ".") or k.startswith(w + "-") for w in want)]
-        if not targets:
-            p.error(f"--kernels {args.kernels}: none of {' '.join(kernels())}")
-    args.kernels = targets
+    try:
+        args.kernels = select_kernels(args.kernels, kernels())
+    except ValueError as e:
+        p.error(str(e))
     stages = []
     for n in STAGES:
         if only and n not in only:
@@ -488,7 +538,7 @@ def main():
     t0 = time.monotonic()
     print("KTAP version 1")
     print(f"1..{len(stages)}", flush=True)
-    totals = {"pass": 0, "fail": 0, "skip": 0, "xfail": 0}
+    totals = {"pass": 0, "fail": 0, "skip": 0, "xfail": 0, "xpass": 0, "error": 0}
     failed_leaves = []
     stage_totals = []
     xfail_leaves = []
@@ -500,20 +550,22 @@ def main():
         print("  KTAP version 1")
         print(f"  1..{len(leaves)}")
         for j, leaf in enumerate(leaves, 1):
-            word = "not ok" if leaf.status == "fail" else "ok"
+            word = "not ok" if leaf.status in ("fail", "error") else "ok"
             desc = leaf.name.replace("#", "")
-            extra = {"skip": f" # SKIP {leaf.reason}", "xfail": f" # XFAIL {leaf.reason}"}.get(
+            extra = {"skip": f" # SKIP {leaf.reason}", "xfail": f" # XFAIL {leaf.reason}",
+                     "xpass": f" # XPASS {leaf.reason}",
+                     "error": f" # ERROR {leaf.reason}"}.get(
                 leaf.status, f" # {leaf.reason}" if leaf.status == "fail" and leaf.reason else "")
             print(f"  {word} {j} {desc}{extra}")
             totals[leaf.status] += 1
-            if leaf.status == "fail":
+            if leaf.status in ("fail", "error"):
                 failed_leaves.append(f"{name}: {leaf.name}")
             elif leaf.status == "xfail":
                 xfail_leaves.append(f"{name}: {leaf.name} ({leaf.reason})")
         stage_totals.append((name, sum(x.status == "pass" for x in leaves),
-                             sum(x.status == "fail" for x in leaves),
+                             sum(x.status in ("fail", "error") for x in leaves),
                              sum(x.status == "skip" for x in leaves), secs))
-        ok = not any(x.status == "fail" for x in leaves)
+        ok = not any(x.status in ("fail", "error") for x in leaves)
         print(f"{'ok' if ok else 'not ok'} {i} {name} # {secs:.0f}s", flush=True)
 
     if failed_leaves:
@@ -537,11 +589,12 @@ def main():
         log(f"  {name}: {np}/{nf}/{ns}, {secs:.0f}s")
     report_times(stage_totals, time.monotonic() - t0)
     log(f"make check took {time.monotonic() - t0:.0f}s")
-    print(f"# Totals: pass:{totals['pass']} fail:{totals['fail']} xfail:{totals['xfail']} xpass:0 "
-          f"skip:{totals['skip']} error:0")
-    print(f"check: {totals['pass']} passed, {totals['fail']} failed, {totals['skip']} skipped",
-          flush=True)
-    sys.exit(1 if totals["fail"] else 0)
+    print(f"# Totals: pass:{totals['pass']} fail:{totals['fail']} xfail:{totals['xfail']} "
+          f"xpass:{totals['xpass']} skip:{totals['skip']} error:{totals['error']}")
+    # The plain line counts an error as a failure: both fail the run.
+    print(f"check: {totals['pass']} passed, {totals['fail'] + totals['error']} failed, "
+          f"{totals['skip']} skipped", flush=True)
+    sys.exit(1 if totals["fail"] or totals["error"] else 0)
 
 
 if __name__ == "__main__":

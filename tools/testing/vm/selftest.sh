@@ -12,7 +12,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 ktap_print_header
-ktap_set_plan 17
+ktap_set_plan 18
 
 # 1: bad options are refused before anything boots
 "$vm" --mem 4G --maxmem 2G -- true > "$tmp/opts.out" 2>&1
@@ -58,7 +58,7 @@ ktap_test_result "guest past --timeout killed (exit 124)" [ $rc = 124 ]
 "$vm" --quiet --no-virtio-mem -- '
 	echo "memhp-expect: begin page dumped because: " > /dev/kmsg
 	echo "page dumped because: expected by the selftest" > /dev/kmsg
-	echo "WARNING: inside the window" > /dev/kmsg
+	echo "WARNING: CPU: 0 PID: 1 at selftest.c:5 inside_the_window+0x0/0x10" > /dev/kmsg
 	echo "memhp-expect: end" > /dev/kmsg
 	echo "page dumped because: outside the window" > /dev/kmsg
 	echo "kernel BUG at selftest.c:6!" > /dev/kmsg
@@ -67,7 +67,7 @@ rc=$?
 sed 's/^/# /' "$tmp/expect.out" | tail -n 7
 ktap_test_result "memhp-expect excuses only announced page dumps (exit 125, others shown)" \
 	eval '[ $rc = 125 ] && grep -q "outside the window" "$tmp/expect.out" &&
-	 grep -q "WARNING: inside the window" "$tmp/expect.out" &&
+	 grep -q "WARNING: CPU: 0 PID: 1 at selftest.c:5 inside_the_window" "$tmp/expect.out" &&
 	 grep -q "kernel BUG at selftest.c:6!" "$tmp/expect.out" &&
 	 ! grep -q "expected by the selftest" "$tmp/expect.out"'
 
@@ -131,10 +131,10 @@ ktap_test_result "a marked sysctl write is its system call (drop_caches_sysctl_h
 
 # 13: --print-accel answers without booting: tcg when TCG is asked for,
 # kvm or tcg otherwise (what make run decides its counting default by).
-accel_tcg=$("$vm" --print-accel --accel tcg 2>&1)
-accel_auto=$("$vm" --print-accel --quiet 2>&1)
+accel_tcg=$("$vm" --print-accel --accel tcg 2>/dev/null)
+accel_auto=$("$vm" --print-accel --quiet 2>"$tmp/accel.err")
 rc=$?
-ktap_print_msg "--print-accel: --accel tcg -> $accel_tcg, auto -> $accel_auto"
+ktap_print_msg "--print-accel: --accel tcg -> $accel_tcg, auto -> $accel_auto ($(cat "$tmp/accel.err"))"
 ktap_test_result "--print-accel says tcg for --accel tcg and kvm or tcg for auto (exit 0)" \
 	eval '[ "$accel_tcg" = tcg ] && [ $rc = 0 ] &&
 	 { [ "$accel_auto" = kvm ] || [ "$accel_auto" = tcg ]; }'
@@ -188,14 +188,28 @@ held_ok()
 	local n
 
 	for n in 1 2; do
-		grep -Eq "relay: tbm$n freed RAM (0x[0-9a-f+x]+); memhp-hold-$n holds \1$" "$qmplog" || return 1
+		grep -Eq "relay: tbm$n freed RAM (0x[0-9a-f]+\+0x[0-9a-f]+); (.*, )?memhp-hold-[0-9]+ holds \1$" \
+			"$qmplog" || return 1
 	done
-	! grep -q "relay: warning" "$qmplog"
+	! grep -q "relay: hold failed" "$qmplog"
 }
 held_ok
 held=$?
 ktap_test_result "a re-plugged DIMM on a new backend runs no stale code (tb-replug exit 0)" [ $rc = 0 ]
 ktap_test_result "object-del of a DIMM backend: memhp-hold takes the RAM offset it freed" [ $held = 0 ]
 [ $rc = 0 ] && [ $held = 0 ] && [ -n "$rundir" ] && rm -rf "$rundir"
+
+
+# 18: a hold that fails fails the guest's make check group, with the
+# relay's reason in the group's KTAP line: MEMHP_VM_INJECT_HOLD_FAILURE=1
+# makes the relay add no hold after acpi_dimm.sh deletes its DIMMs'
+# backends (TCG: the relay holds only there).
+MEMHP_VM_INJECT_HOLD_FAILURE=1 "$top/.venv/bin/python" "$top/tools/testing/check.py" \
+	--only guest --kernels "$(cd "$top" && make -s print-kver)" --tests acpi_dimm.sh \
+	> "$tmp/hold.out" 2>&1
+rc=$?
+grep -E "^  not ok|hold failed" "$tmp/hold.out" | head -n 6 | sed 's/^ */# /'
+ktap_test_result "a failed RAM hold fails the guest group, the relay's reason in its KTAP line" \
+	eval '[ $rc = 1 ] && grep -Eq "^  not ok [0-9]+ guest \[default guest\] boots, runs and keeps a clean kernel log # guest failed: .*relay: hold failed: .*is not held" "$tmp/hold.out"'
 
 ktap_finished

@@ -1,0 +1,190 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The QMP relay's RAM hold (memhp-vm Relay) against a fake QEMU.
+
+FakeQemu keeps RAM blocks as QEMU does: a new block goes to the start of
+the smallest gap after an existing block's end that fits it
+(find_ram_offset(), gaps aligned to 64 pages), and object-del frees the
+block only after `rcu_polls` further `info ramblock` queries, as QEMU's
+RCU-deferred free does.
+"""
+
+import asyncio
+
+import pytest
+
+MiB = 1 << 20
+ALIGN = 64 * 4096
+
+
+class QmpError(Exception):
+    pass
+
+
+class FakeQemu:
+    def __init__(self, blocks, rcu_polls=2, refuse_add=False):
+        self.blocks = dict(blocks)  # name -> (offset, length)
+        self.backends = {n.split("/")[-1]: ln for n, (_, ln) in blocks.items()
+                         if n.startswith("/objects/")}
+        self.pending = {}  # name -> polls left before the block is freed
+        self.rcu_polls = rcu_polls
+        self.refuse_add = refuse_add
+        self.log = []
+
+    def find_ram_offset(self, size):
+        best, gap = None, None
+        for off, ln in self.blocks.values():
+            cand = -(-(off + ln) // ALIGN) * ALIGN
+            nxt = min([o for o, _ in self.blocks.values() if o >= cand], default=1 << 62)
+            if nxt - cand >= size and (gap is None or nxt - cand < gap):
+                best, gap = cand, nxt - cand
+        return best if best is not None else 0
+
+    def table(self):
+        for name in list(self.pending):
+            self.pending[name] -= 1
+            if self.pending[name] < 0:
+                del self.pending[name]
+                del self.blocks[name]
+        rows = ["Block Name PSize Offset Used Total HVA RO"]
+        for name, (off, ln) in sorted(self.blocks.items(), key=lambda x: x[1]):
+            rows.append(f"{name} 4 KiB {off:#018x} {ln:#018x} {ln:#018x} 0x7f0000000000 rw")
+        return "\n".join(rows)
+
+    async def execute(self, cmd, args=None):
+        args = args or {}
+        self.log.append(cmd)
+        if cmd == "human-monitor-command":
+            return self.table()
+        if cmd == "qom-get":
+            obj = args["path"].split("/")[-1]
+            if obj not in self.backends:
+                raise QmpError(f"no object {obj}")
+            return "memory-backend-ram" if args["property"] == "type" else self.backends[obj]
+        if cmd == "object-del":
+            obj = args["id"]
+            if obj not in self.backends:
+                raise QmpError(f"no object {obj}")
+            del self.backends[obj]
+            name = f"/objects/{obj}"
+            if name in self.blocks:
+                self.pending[name] = self.rcu_polls
+            return {}
+        if cmd == "object-add":
+            if self.refuse_add:
+                raise QmpError("object-add refused")
+            obj, size = args["id"], args["size"]
+            self.blocks[f"/objects/{obj}"] = (self.find_ram_offset(size), size)
+            self.backends[obj] = size
+            return {}
+        raise QmpError(f"unexpected {cmd}")
+
+
+def relay(memhp_vm, qemu, inject=False):
+    lines = []
+    r = memhp_vm.Relay("/nonexistent", lines.append, hold_freed_ram=True,
+                       inject_failure=inject, qmp=qemu)
+    r.lines = lines
+    return r
+
+
+def delete(r, obj):
+    return asyncio.run(r._execute("object-del", {"id": obj}))
+
+
+BOOT = {"pc.ram": (0, 2048 * MiB)}
+
+
+def held_ranges(qemu):
+    return [v for n, v in qemu.blocks.items() if n.startswith("/objects/memhp-hold-")]
+
+
+def test_freed_range_is_held(memhp_vm):
+    q = FakeQemu({**BOOT, "/objects/m1": (2048 * MiB, 128 * MiB),
+                  "/objects/m2": (2176 * MiB, 128 * MiB)})
+    r = relay(memhp_vm, q)
+    delete(r, "m1")
+    assert r.failures == []
+    assert held_ranges(q) == [(2048 * MiB, 128 * MiB)]
+    assert any("m1 freed RAM 0x80000000+0x8000000; memhp-hold-1 holds 0x80000000+0x8000000"
+               in x for x in r.lines)
+
+
+def test_highest_block_held_past_a_smaller_gap(memhp_vm):
+    # A 128 MiB gap below, the freed block the highest: its gap is
+    # unbounded, so the first hold fills the smaller gap, the second the
+    # freed range.
+    q = FakeQemu({**BOOT, "/objects/a": (2048 * MiB, 128 * MiB),
+                  "/objects/b": (2304 * MiB, 128 * MiB)})
+    r = relay(memhp_vm, q)
+    delete(r, "b")
+    assert r.failures == []
+    assert (2304 * MiB, 128 * MiB) in held_ranges(q)
+    assert len(held_ranges(q)) == 2
+
+
+def test_other_block_freed_at_once_is_not_taken_for_it(memhp_vm):
+    # An earlier delete's block leaves the list in the same RCU pass: the
+    # relay must wait for its own block by name.
+    q = FakeQemu({**BOOT, "/objects/m1": (2048 * MiB, 128 * MiB),
+                  "/objects/m2": (2176 * MiB, 256 * MiB),
+                  "/objects/other": (2432 * MiB, 64 * MiB)}, rcu_polls=4)
+    q.pending["/objects/other"] = 0
+    del q.backends["other"]
+    r = relay(memhp_vm, q)
+    delete(r, "m2")
+    assert r.failures == []
+    assert (2176 * MiB, 256 * MiB) in held_ranges(q)
+    assert all(ln == 256 * MiB for _, ln in held_ranges(q))
+
+
+def test_block_never_freed_fails(memhp_vm):
+    q = FakeQemu({**BOOT, "/objects/m1": (2048 * MiB, 128 * MiB)}, rcu_polls=10 ** 9)
+    r = relay(memhp_vm, q)
+    r.HOLD_WAIT = 0.3
+    delete(r, "m1")
+    assert len(r.failures) == 1 and "was not freed within" in r.failures[0]
+    assert held_ranges(q) == []
+
+
+def test_refused_object_add_fails(memhp_vm):
+    q = FakeQemu({**BOOT, "/objects/m1": (2048 * MiB, 128 * MiB)}, refuse_add=True)
+    r = relay(memhp_vm, q)
+    delete(r, "m1")
+    assert len(r.failures) == 1 and "object-add refused" in r.failures[0]
+
+
+def test_hold_elsewhere_and_no_retry_left_fails(memhp_vm):
+    q = FakeQemu({**BOOT, "/objects/a": (2048 * MiB, 128 * MiB),
+                  "/objects/b": (2304 * MiB, 128 * MiB)})
+    r = relay(memhp_vm, q)
+    r.HOLD_MAX = 1
+    delete(r, "b")
+    assert len(r.failures) == 1 and "is not held" in r.failures[0]
+    assert held_ranges(q) == [(2176 * MiB, 128 * MiB)]
+
+
+def test_injected_failure_adds_no_hold_and_fails(memhp_vm):
+    q = FakeQemu({**BOOT, "/objects/m1": (2048 * MiB, 128 * MiB)})
+    r = relay(memhp_vm, q, inject=True)
+    delete(r, "m1")
+    assert held_ranges(q) == []
+    assert len(r.failures) == 1 and "MEMHP_VM_INJECT_HOLD_FAILURE" in r.failures[0]
+
+
+def test_no_hold_for_other_objects_or_when_off(memhp_vm):
+    q = FakeQemu({**BOOT, "/objects/m1": (2048 * MiB, 128 * MiB)})
+    r = memhp_vm.Relay("/nonexistent", lambda m: None, hold_freed_ram=False, qmp=q)
+    asyncio.run(r._execute("object-del", {"id": "m1"}))
+    assert held_ranges(q) == [] and r.failures == []
+    with pytest.raises(QmpError):
+        asyncio.run(relay(memhp_vm, q)._execute("object-del", {"id": "nosuch"}))
+
+
+def test_covers():
+    from conftest import load_script, TESTING  # noqa: F401
+    import os
+    m = load_script(os.path.join(TESTING, "vm", "memhp-vm"), "memhp_vm_covers")
+    assert m.covers([(0, 10), (10, 10)], (5, 10))
+    assert not m.covers([(0, 10), (12, 10)], (5, 10))
+    assert m.covers([(20, 5), (0, 30)], (5, 10))
+    assert not m.covers([], (0, 1))
