@@ -106,8 +106,10 @@ setup-check:
 setup-7.3:
 	@$(SETUP) --kernel 7.3
 
+# The leading + hands KMAKE the jobserver (make -jN) also when it is the
+# build-root wrapper.
 modules: setup-check mod-tree
-	$(KMAKE) -C $(KDIR_K) M=$(MODOUT) modules
+	+$(KMAKE) -C $(KDIR_K) M=$(MODOUT) modules
 	@$(call copy-uapi,virtio_mem.h)
 
 # The kernel's own uapi headers the guest tests read (virtio_mem.h's

@@ -223,7 +223,8 @@ def stage_static(args):
     leaves = []
     steps = []
     for k in args.kernels:
-        mk = ["make", "--no-print-directory", f"KVER={k}"]
+        # Kbuild compiles the modules' files in parallel, one job per CPU.
+        mk = ["make", "--no-print-directory", f"-j{os.cpu_count() or 1}", f"KVER={k}"]
         steps += [(f"{k}: modules build with -Werror", mk + ["modules"]),
                   (f"{k}: sparse C=2 clean", mk + ["sparse"]),
                   (f"{k}: dkms.conf: DKMS builds every module", mk + ["dkms-check"])]
