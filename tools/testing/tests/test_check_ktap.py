@@ -1,0 +1,50 @@
+# SPDX-License-Identifier: GPL-2.0
+"""make check's reading of KTAP: every result kind is counted as what it is."""
+
+import check
+
+RUNNER = """TAP version 13
+1..1
+# selftests: memhp: prog
+# TAP version 13
+# 1..6
+# ok 1 passes
+# not ok 2 fails
+# ok 3 skipped # SKIP no device
+# ok 4 expected failure # XFAIL the known defect
+# ok 5 unexpected pass # XPASS the known defect is gone
+# not ok 6 undecided # ERROR could not tell
+not ok 1 selftests: memhp: prog # exit=1
+"""
+
+
+def test_every_directive_counted():
+    leaves = check.parse_runner_tap(RUNNER)
+    assert [(x.name, x.status) for x in leaves] == [
+        ("prog: passes", "pass"), ("prog: fails", "fail"), ("prog: skipped", "skip"),
+        ("prog: expected failure", "xfail"), ("prog: unexpected pass", "xpass"),
+        ("prog: undecided", "error")]
+
+
+def test_a_program_that_fails_without_a_failed_case_is_a_failure():
+    out = "# selftests: memhp: crash\n# TAP version 13\n# 1..1\n# ok 1 first\n" \
+          "not ok 1 selftests: memhp: crash # exit=139\n"
+    leaves = check.parse_runner_tap(out)
+    assert [(x.name, x.status) for x in leaves] == [("crash: first", "pass"),
+                                                    ("crash: exits successfully", "fail")]
+
+
+def test_junit_leaves(tmp_path):
+    xml = tmp_path / "r.xml"
+    xml.write_text('<testsuites><testsuite>'
+                   '<testcase classname="tests.test_a" name="t_ok"/>'
+                   '<testcase classname="tests.test_a" name="t_bad">'
+                   '<failure message="assert 1 == 2&#10;more">x</failure></testcase>'
+                   '<testcase classname="tests.test_a" name="t_skip">'
+                   '<skipped message="no qemu"/></testcase>'
+                   '</testsuite></testsuites>')
+    leaves = check.parse_junit(str(xml))
+    assert [(x.name, x.status, x.reason) for x in leaves] == [
+        ("pytest: test_a.py::t_ok", "pass", ""),
+        ("pytest: test_a.py::t_bad", "fail", "assert 1 == 2 more"),
+        ("pytest: test_a.py::t_skip", "skip", "no qemu")]
