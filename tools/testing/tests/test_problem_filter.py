@@ -108,3 +108,16 @@ def test_scan_logs_reports_splat_not_notice(memhp_vm, tmp_path):
     problems = memhp_vm.scan_logs(str(tmp_path))
     assert problems == ["sparse_hotplug: warning provoked on request through debugfs",
                         memhp_vm.log_text(OWN_LOGS[0])]
+
+
+def test_qemu_boot_abort_before_the_command_only(memhp_vm, tmp_path):
+    abort = ("qemu-system-x86_64: system/physmem.c:2678: iotlb_to_section: Assertion "
+             "`section_index < d->map.sections_nb' failed.")
+    (tmp_path / "console.log").write_text(
+        "[    3.63] pci 0000:00:07.0: BAR 1 [mem 0xfebfb000-0xfebfbfff]\n" + abort + "\n")
+    assert memhp_vm.qemu_aborted_before_command(str(tmp_path))
+    (tmp_path / "console.log").write_text(
+        "[   43.45] virtme-ng-init: starting script\n" + abort + "\n")
+    assert not memhp_vm.qemu_aborted_before_command(str(tmp_path))
+    (tmp_path / "console.log").write_text("[    3.63] Kernel panic - not syncing\n")
+    assert not memhp_vm.qemu_aborted_before_command(str(tmp_path))
