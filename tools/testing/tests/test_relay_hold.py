@@ -21,60 +21,73 @@ class QmpError(Exception):
 
 
 class FakeQemu:
-    def __init__(self, blocks, rcu_polls=2, refuse_add=False):
-        self.blocks = dict(blocks)  # name -> (offset, length)
-        self.backends = {n.split("/")[-1]: ln for n, (_, ln) in blocks.items()
-                         if n.startswith("/objects/")}
-        self.pending = {}  # name -> polls left before the block is freed
+    """blocks: {object id or ram name: (offset, length)}; an object id that
+    `plugged` names has a block named after it, as a device registers it;
+    other blocks (a hold, a backend no device uses) have no name."""
+
+    def __init__(self, blocks, rcu_polls=2, refuse_add=False, plugged=None):
+        self.objs = {}   # object id -> block key
+        self.blocks = {}  # block key -> [name, offset, length, hva]
+        self.hva = 0x7f0000000000
+        plugged = set(blocks) if plugged is None else set(plugged)
+        for key, (off, ln) in blocks.items():
+            obj = key if key != "pc.ram" else None
+            self._add(key, key if (obj is None or key in plugged) else "", off, ln)
+            if obj:
+                self.objs[obj] = key
+        self.pending = {}  # block key -> polls left before it is freed
         self.rcu_polls = rcu_polls
         self.refuse_add = refuse_add
-        self.log = []
+
+    def _add(self, key, name, off, ln):
+        self.hva += 1 << 32
+        self.blocks[key] = [name, off, ln, self.hva]
 
     def find_ram_offset(self, size):
         best, gap = None, None
-        for off, ln in self.blocks.values():
+        spans = [(b[1], b[2]) for b in self.blocks.values()]
+        for off, ln in spans:
             cand = -(-(off + ln) // ALIGN) * ALIGN
-            nxt = min([o for o, _ in self.blocks.values() if o >= cand], default=1 << 62)
+            nxt = min([o for o, _ in spans if o >= cand], default=1 << 62)
             if nxt - cand >= size and (gap is None or nxt - cand < gap):
                 best, gap = cand, nxt - cand
         return best if best is not None else 0
 
     def table(self):
-        for name in list(self.pending):
-            self.pending[name] -= 1
-            if self.pending[name] < 0:
-                del self.pending[name]
-                del self.blocks[name]
-        rows = ["Block Name PSize Offset Used Total HVA RO"]
-        for name, (off, ln) in sorted(self.blocks.items(), key=lambda x: x[1]):
-            rows.append(f"{name} 4 KiB {off:#018x} {ln:#018x} {ln:#018x} 0x7f0000000000 rw")
-        return "\n".join(rows)
+        for key in list(self.pending):
+            self.pending[key] -= 1
+            if self.pending[key] < 0:
+                del self.pending[key]
+                del self.blocks[key]
+        rows = ["              Block Name    PSize              Offset               Used"
+                "              Total                HVA  RO"]
+        for name, off, ln, hva in sorted(self.blocks.values(), key=lambda b: b[1]):
+            rows.append(f"{name:>24}    4 KiB  {off:#018x} {ln:#018x} {ln:#018x} "
+                        f"{hva:#018x}  rw")
+        return "\r\n".join(rows) + "\r\n"
 
     async def execute(self, cmd, args=None):
         args = args or {}
-        self.log.append(cmd)
         if cmd == "human-monitor-command":
             return self.table()
         if cmd == "qom-get":
             obj = args["path"].split("/")[-1]
-            if obj not in self.backends:
+            if obj not in self.objs:
                 raise QmpError(f"no object {obj}")
-            return "memory-backend-ram" if args["property"] == "type" else self.backends[obj]
+            return ("memory-backend-ram" if args["property"] == "type"
+                    else self.blocks[self.objs[obj]][2])
         if cmd == "object-del":
             obj = args["id"]
-            if obj not in self.backends:
+            if obj not in self.objs:
                 raise QmpError(f"no object {obj}")
-            del self.backends[obj]
-            name = f"/objects/{obj}"
-            if name in self.blocks:
-                self.pending[name] = self.rcu_polls
+            self.pending[self.objs.pop(obj)] = self.rcu_polls
             return {}
         if cmd == "object-add":
             if self.refuse_add:
                 raise QmpError("object-add refused")
             obj, size = args["id"], args["size"]
-            self.blocks[f"/objects/{obj}"] = (self.find_ram_offset(size), size)
-            self.backends[obj] = size
+            self._add(obj, "", self.find_ram_offset(size), size)
+            self.objs[obj] = obj
             return {}
         raise QmpError(f"unexpected {cmd}")
 
@@ -95,12 +108,12 @@ BOOT = {"pc.ram": (0, 2048 * MiB)}
 
 
 def held_ranges(qemu):
-    return [v for n, v in qemu.blocks.items() if n.startswith("/objects/memhp-hold-")]
+    return [(b[1], b[2]) for k, b in qemu.blocks.items() if k.startswith("memhp-hold-")]
 
 
 def test_freed_range_is_held(memhp_vm):
-    q = FakeQemu({**BOOT, "/objects/m1": (2048 * MiB, 128 * MiB),
-                  "/objects/m2": (2176 * MiB, 128 * MiB)})
+    q = FakeQemu({**BOOT, "m1": (2048 * MiB, 128 * MiB),
+                  "m2": (2176 * MiB, 128 * MiB)})
     r = relay(memhp_vm, q)
     delete(r, "m1")
     assert r.failures == []
@@ -113,8 +126,8 @@ def test_highest_block_held_past_a_smaller_gap(memhp_vm):
     # A 128 MiB gap below, the freed block the highest: its gap is
     # unbounded, so the first hold fills the smaller gap, the second the
     # freed range.
-    q = FakeQemu({**BOOT, "/objects/a": (2048 * MiB, 128 * MiB),
-                  "/objects/b": (2304 * MiB, 128 * MiB)})
+    q = FakeQemu({**BOOT, "a": (2048 * MiB, 128 * MiB),
+                  "b": (2304 * MiB, 128 * MiB)})
     r = relay(memhp_vm, q)
     delete(r, "b")
     assert r.failures == []
@@ -125,11 +138,10 @@ def test_highest_block_held_past_a_smaller_gap(memhp_vm):
 def test_other_block_freed_at_once_is_not_taken_for_it(memhp_vm):
     # An earlier delete's block leaves the list in the same RCU pass: the
     # relay must wait for its own block by name.
-    q = FakeQemu({**BOOT, "/objects/m1": (2048 * MiB, 128 * MiB),
-                  "/objects/m2": (2176 * MiB, 256 * MiB),
-                  "/objects/other": (2432 * MiB, 64 * MiB)}, rcu_polls=4)
-    q.pending["/objects/other"] = 0
-    del q.backends["other"]
+    q = FakeQemu({**BOOT, "m1": (2048 * MiB, 128 * MiB),
+                  "m2": (2176 * MiB, 256 * MiB),
+                  "other": (2432 * MiB, 64 * MiB)}, rcu_polls=4)
+    q.pending[q.objs.pop("other")] = 0
     r = relay(memhp_vm, q)
     delete(r, "m2")
     assert r.failures == []
@@ -138,7 +150,7 @@ def test_other_block_freed_at_once_is_not_taken_for_it(memhp_vm):
 
 
 def test_block_never_freed_fails(memhp_vm):
-    q = FakeQemu({**BOOT, "/objects/m1": (2048 * MiB, 128 * MiB)}, rcu_polls=10 ** 9)
+    q = FakeQemu({**BOOT, "m1": (2048 * MiB, 128 * MiB)}, rcu_polls=10 ** 9)
     r = relay(memhp_vm, q)
     r.HOLD_WAIT = 0.3
     delete(r, "m1")
@@ -147,15 +159,15 @@ def test_block_never_freed_fails(memhp_vm):
 
 
 def test_refused_object_add_fails(memhp_vm):
-    q = FakeQemu({**BOOT, "/objects/m1": (2048 * MiB, 128 * MiB)}, refuse_add=True)
+    q = FakeQemu({**BOOT, "m1": (2048 * MiB, 128 * MiB)}, refuse_add=True)
     r = relay(memhp_vm, q)
     delete(r, "m1")
     assert len(r.failures) == 1 and "object-add refused" in r.failures[0]
 
 
 def test_hold_elsewhere_and_no_retry_left_fails(memhp_vm):
-    q = FakeQemu({**BOOT, "/objects/a": (2048 * MiB, 128 * MiB),
-                  "/objects/b": (2304 * MiB, 128 * MiB)})
+    q = FakeQemu({**BOOT, "a": (2048 * MiB, 128 * MiB),
+                  "b": (2304 * MiB, 128 * MiB)})
     r = relay(memhp_vm, q)
     r.HOLD_MAX = 1
     delete(r, "b")
@@ -164,15 +176,23 @@ def test_hold_elsewhere_and_no_retry_left_fails(memhp_vm):
 
 
 def test_injected_failure_adds_no_hold_and_fails(memhp_vm):
-    q = FakeQemu({**BOOT, "/objects/m1": (2048 * MiB, 128 * MiB)})
+    q = FakeQemu({**BOOT, "m1": (2048 * MiB, 128 * MiB)})
     r = relay(memhp_vm, q, inject=True)
     delete(r, "m1")
     assert held_ranges(q) == []
     assert len(r.failures) == 1 and "MEMHP_VM_INJECT_HOLD_FAILURE" in r.failures[0]
 
 
+def test_backend_no_device_used_needs_no_hold(memhp_vm):
+    q = FakeQemu({**BOOT, "m1": (2048 * MiB, 128 * MiB)}, plugged=())
+    r = relay(memhp_vm, q)
+    delete(r, "m1")
+    assert r.failures == [] and held_ranges(q) == []
+    assert any("m1 had no device's RAM block" in x for x in r.lines)
+
+
 def test_no_hold_for_other_objects_or_when_off(memhp_vm):
-    q = FakeQemu({**BOOT, "/objects/m1": (2048 * MiB, 128 * MiB)})
+    q = FakeQemu({**BOOT, "m1": (2048 * MiB, 128 * MiB)})
     r = memhp_vm.Relay("/nonexistent", lambda m: None, hold_freed_ram=False, qmp=q)
     asyncio.run(r._execute("object-del", {"id": "m1"}))
     assert held_ranges(q) == [] and r.failures == []
@@ -188,3 +208,26 @@ def test_covers():
     assert not m.covers([(0, 10), (12, 10)], (5, 10))
     assert m.covers([(20, 5), (0, 30)], (5, 10))
     assert not m.covers([], (0, 1))
+
+
+# info ramblock of QEMU 10.0.2 (q35, 1 GiB): tbm1 plugged as a pc-dimm,
+# tbm2 a backend no device uses.
+INFO_RAMBLOCK = (
+    "              Block Name    PSize              Offset               Used"
+    "              Total                HVA  RO\r\n"
+    "                  pc.ram    4 KiB  0x0000000000000000 0x0000000040000000 "
+    "0x0000000040000000 0x00007f5c4be00000  rw\r\n"
+    "                    tbm1    4 KiB  0x0000000040300000 0x0000000008000000 "
+    "0x0000000008000000 0x00007f5c3be00000  rw\r\n"
+    "                            4 KiB  0x0000000048300000 0x0000000008000000 "
+    "0x0000000008000000 0x00007f5c33c00000  rw\r\n"
+    "    /rom@etc/acpi/tables    4 KiB  0x0000000040080000 0x0000000000020000 "
+    "0x0000000000200000 0x00007f5c92a00000  ro\r\n")
+
+
+def test_parse_info_ramblock(memhp_vm):
+    assert memhp_vm.parse_ramblocks(INFO_RAMBLOCK) == [
+        ("pc.ram", 0, 0x40000000, 0x7f5c4be00000),
+        ("tbm1", 0x40300000, 0x8000000, 0x7f5c3be00000),
+        ("", 0x48300000, 0x8000000, 0x7f5c33c00000),
+        ("/rom@etc/acpi/tables", 0x40080000, 0x200000, 0x7f5c92a00000)]
