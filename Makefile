@@ -90,7 +90,7 @@ CHECKPATCH_FLAGS = --no-tree --strict --quiet --no-summary --show-types --terse 
 
 .PHONY: all modules modules-all mod-tree kver-check clean setup setup-check checkpatch sparse unit \
 	selftests check check-long run help install dkms-install dkms-check vm-shell print-kver print-kvers \
-	process-words setup-7.3 count profile unit-c unit-py
+	setup-7.3 count profile unit-c unit-py
 
 all: modules
 
@@ -163,11 +163,6 @@ checkpatch: setup-check
 		done; wait; i=0; for cp in $(CHECKPATCH); do i=$$((i + 1)); \
 		if [ -s $$out/$$i ]; then echo "$$cp:"; cat $$out/$$i; rc=1; fi; done; \
 		rm -rf $$out; exit $$rc
-
-# No tracker numbers, development sessions or past runs in the product
-# (patterns: scripts/process-words.txt).
-process-words:
-	@$(TOP)/scripts/check-process-words.sh $(TOP)
 
 # Fails when the build fails (its status, not only its output: a missing
 # build root, a modpost ERROR, make's "*** ... Error 2") or when the log
@@ -310,7 +305,6 @@ help:
 	@echo '  make selftests  build the in-guest selftests'
 	@echo '  make checkpatch 6.1, 6.12 and 7.3 checkpatch.pl --no-tree --strict on our C (silent if clean)'
 	@echo '  make sparse     the modules for KVER through sparse, C=2 (silent if clean)'
-	@echo '  make process-words  no tracker numbers or past runs in the tree (silent if clean)'
 	@echo '  make vm-shell CMD=...  run one command as root in a hotplug-capable guest'
 	@echo '                  (VM_ARGS="--kernel 6.12" for the other kernel)'
 	@echo '  make install    modules_install into /lib/modules/$$KVER/updates'
