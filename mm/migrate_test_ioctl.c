@@ -266,7 +266,8 @@ static void mtest_release_old(struct page *old, bool migrated)
 	unlock_page(old);
 	put_page(old);			/* the migrator's reference */
 	if (migrated) {
-		put_page(old);		/* the xarray's: frees it */
+		/* The xarray's: frees it, or a speculative holder's put will. */
+		put_page(old);
 		mtest_page_gone();
 	}
 }
@@ -382,13 +383,20 @@ static void mtest_redirect_batch(struct mtest_ctx *ctx,
 }
 
 /*
- * Steps 5-6: freeze each old page once the other references are gone
- * and commit it at once (the page stays frozen only while it is
- * copied), until a timeout or a fatal signal, which leave the slots not
- * yet committed to rollback (-ETIMEDOUT). A frozen page is out of the
- * xarray already, so only speculative get_page_unless_zero() users can
- * meet it, and they fail. Called with the old and new pages of the slots locked;
- * takes and drops no lock.
+ * Steps 5-6: once the other references to an old page are gone
+ * (mtest_freeze()), commit it at once, until a timeout or a fatal signal,
+ * which leave the slots not yet committed to rollback (-ETIMEDOUT). The
+ * old page is out of the xarray and unmapped by then, so no new user can
+ * reach it; only speculative get_page_unless_zero() users (pfn walkers,
+ * the core's isolation) can meet it. With driver-owned movable pages the
+ * page is frozen at refcount 0 while it is copied, so they fail. With
+ * balloon pages nothing is frozen (mtest_freeze() only checks the count):
+ * such a user gets its reference, and what keeps it away is the page lock,
+ * which the batch holds until step 8 and which isolation trylocks before
+ * it acts on a page; the old page is then freed when that reference is
+ * dropped.
+ * Called with the old and new pages of the slots locked; takes and drops
+ * no lock.
  */
 static void mtest_commit_batch(struct mtest_ctx *ctx, struct mtest_slot *slots,
 			       unsigned int n, unsigned long timeout)

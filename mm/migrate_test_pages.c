@@ -87,8 +87,13 @@
  *   ones (a migrator's lookup, the core's isolation, a fault between its
  *   lookup and its trylock, HOLD_REF injection). Once redirected the old
  *   page is out of the xarray, so nobody takes a new reference with
- *   get_page(); page_ref_freeze() keeps speculative get_page_unless_zero()
- *   users (pfn walkers) away while it is copied.
+ *   get_page(). Speculative get_page_unless_zero() users (pfn walkers, the
+ *   core's isolation) still can: with driver-owned movable pages,
+ *   page_ref_freeze() makes them fail while the page is copied; with
+ *   balloon pages there is no freeze (see mtest_freeze()), their reference
+ *   succeeds, and the old page's lock, held from step 1 until the
+ *   migration is over, is what keeps them from acting on it (isolation
+ *   trylocks the page first).
  * - MIGRATE_ASYNC (async compaction) must not wait: the core callback then
  *   tries the freeze once instead of polling for references. It still
  *   unmaps, and so may sleep on i_mmap_rwsem, as the core itself does for
