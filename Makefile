@@ -88,7 +88,7 @@ CHECKPATCH	 = $(KSRC)/scripts/checkpatch.pl $(BUILD)/ksrc-6.12/scripts/checkpatc
 CHECKPATCH_FLAGS = --no-tree --strict --quiet --no-summary --show-types --terse \
 		   --ignore FILE_PATH_CHANGES,CAMELCASE -f
 
-.PHONY: all modules modules-all mod-tree kver-check clean setup setup-check checkpatch sparse unit \
+.PHONY: all modules modules-all mod-tree kver-check clean clean-modules setup setup-check checkpatch sparse unit \
 	selftests check check-long run help install dkms-install dkms-check vm-shell print-kver print-kvers \
 	setup-7.3 count profile unit-c unit-py
 
@@ -146,13 +146,21 @@ modules-all: setup-check
 	@set -e; for k in $(KVERS); do \
 		$(MAKE) --no-print-directory KVER=$$k modules; done
 
+# Each kernel's module tree is cleaned by that kernel's Kbuild, where it
+# builds (KVER=<its release> picks KDIR, KDIR_K and KMAKE as for `modules`:
+# 7.3's in the build root); a tree whose kernel is gone is only removed.
 clean:
-	-for d in $(BUILD)/modules/*/; do [ -d "$$d" ] && \
-		$(MAKE) -C /lib/modules/$$(basename $$d)/build M=$$d clean; done
+	-for d in $(BUILD)/modules/*/; do [ -d "$$d" ] || continue; \
+		$(MAKE) --no-print-directory KVER=$$(basename $$d) clean-modules; done
 	rm -rf $(BUILD)/modules
 	-$(MAKE) -C tools/testing/unit OUTPUT=$(BUILD)/unit clean
 	-$(MAKE) -C tools/testing/selftests/memhp OUTPUT=$(BUILD)/selftests clean
 	rm -rf $(BUILD)/unit $(BUILD)/selftests $(BUILD)/vm
+
+# One kernel's module tree (KVER), by its Kbuild: `make clean` runs this
+# for every tree of build/modules/.
+clean-modules:
+	$(if $(and $(wildcard $(MODOUT)),$(wildcard $(KDIR))),$(KMAKE) -C $(KDIR_K) M=$(MODOUT) clean)
 
 # Static checks: both print nothing and exit 0 when the tree is clean.
 # The checkpatch.pl run side by side, each into its
@@ -179,7 +187,6 @@ sparse: setup-check mod-tree
 		echo "make sparse: the build failed (exit $$rc); log: $(MODOUT)/sparse.log"; exit 1; fi; \
 	! grep -qE '$(SPARSE_BAD)' $(MODOUT)/sparse.log
 
-# User-space unit tests of the portable cores (kselftest harness, KTAP).
 # The memhp-count TCG plugin (instruction counts) and memhp-mark.
 count: setup-check
 	@$(MAKE) -s -C $(TOP)/tools/testing/count
@@ -249,9 +256,9 @@ soak: setup-check modules selftests
 
 # The selftests on a debug kernel (KASAN, lockdep, DEBUG_VM, DEBUG_PAGEALLOC,
 # PAGE_OWNER, kmemleak) built from linux-source-6.1 into build/debug-kernel/
-# (about 30 min the first time), then a kmemleak scan; CHECK_DEBUG_ARGS=
+# (once; later runs reuse it), then a kmemleak scan; CHECK_DEBUG_ARGS=
 # "--series 6.12" builds from linux-source-6.12 into build/debug-kernel-6.12/
-# instead (over an hour). CHECK_DEBUG_ARGS="--help" for options.
+# instead. CHECK_DEBUG_ARGS="--help" for options.
 check-debug: setup-check
 	@$(TOP)/tools/testing/debug/check-debug.sh $(CHECK_DEBUG_ARGS)
 
@@ -259,8 +266,11 @@ check-debug: setup-check
 vm-shell: setup-check modules-all
 	@$(TOP)/tools/testing/vm/memhp-vm $(VM_ARGS) -- $(or $(CMD),true)
 
+# KMAKE and KDIR_K as for `modules`: modules_install runs where the
+# kernel's Kbuild step runs, so for a kernel built in the build root (7.3)
+# it installs into that root's /lib/modules/KVER/updates, not the host's.
 install: modules
-	$(MAKE) -C $(KDIR) M=$(MODOUT) modules_install
+	$(KMAKE) -C $(KDIR_K) M=$(MODOUT) modules_install
 
 dkms-install: setup-check
 	dkms install $(TOP) -k $(KVER)
@@ -281,7 +291,7 @@ help:
 	@echo 'memhp-lab targets (KVER=$(KVER), KDIR=$(KDIR); kernels: $(KVERS))'
 	@echo '  make [modules]  build every module for KVER into build/modules/KVER/, -Werror'
 	@echo '                  (KVER=<release> or KDIR=<tree> picks the kernel; default 6.1)'
-	@echo '  make modules-all  the modules for every kernel of KVERS (6.1, 6.12 and 7.3)'
+	@echo '  make modules-all  the modules for every kernel of KVERS (make print-kvers)'
 	@echo '  make print-kvers  the kernel releases check and run cover'
 	@echo '  make setup-7.3  only the 7.3 part of make setup: headers, image, trixie build root'
 	@echo '  make setup      install apt packages, extract linux-source pieces, create .venv'
@@ -303,11 +313,12 @@ help:
 	@echo '  make check-debug  selftests on a KASAN/lockdep/kmemleak kernel (builds it once)'
 	@echo '  make bench-pfn  pfn lookup benchmark, 5 section tables (BENCH_ARGS=--full: 100M)'
 	@echo '  make selftests  build the in-guest selftests'
-	@echo '  make checkpatch 6.1, 6.12 and 7.3 checkpatch.pl --no-tree --strict on our C (silent if clean)'
+	@echo '  make checkpatch each kernel'\''s checkpatch.pl --no-tree --strict on our C (silent if clean)'
 	@echo '  make sparse     the modules for KVER through sparse, C=2 (silent if clean)'
 	@echo '  make vm-shell CMD=...  run one command as root in a hotplug-capable guest'
-	@echo '                  (VM_ARGS="--kernel 6.12" for the other kernel)'
-	@echo '  make install    modules_install into /lib/modules/$$KVER/updates'
+	@echo '                  (VM_ARGS="--kernel 6.12" for another kernel)'
+	@echo '  make install    modules_install into /lib/modules/$$KVER/updates (where KVER'\''s'
+	@echo '                  Kbuild runs: the build root for 7.3)'
 	@echo '  make dkms-install  register, build and install with DKMS (for KVER)'
 	@echo '  make dkms-check    DKMS builds every module of dkms.conf in a scratch tree'
 	@echo '  make clean'
