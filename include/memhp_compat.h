@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * memhp_compat.h - the kernel differences the memhp-lab modules meet
- * between the kernels they are built for: Debian's 6.1 and 6.12, which
- * they are tested on, Debian's 7.3 (trixie-backports, built only), and any
- * tree in between, through KDIR=.
+ * between the kernels they are built and tested for (the suite's kernels,
+ * `make print-kvers`; Documentation/kernel-compat.rst) and any tree from
+ * 6.1 on, through KDIR=.
  *
  * One rule: code says what it needs (a feature-named macro or helper from
  * here), never which kernel it runs on. The MEMHP_* feature macros come

@@ -4,7 +4,7 @@
 # memhp-lab setup: installs what the suite needs and says what it installs.
 # Idempotent; with --check it only reports (exit 1 if something is missing).
 #
-#   apt:  the two kernels the suite targets, each with image, headers and
+#   apt:  the suite's bookworm kernels, each with image, headers and
 #         source: Debian's 6.1 and bookworm's linux-6.12 (bookworm-security
 #         carries it, newer than bookworm-backports' 6.12.95); QEMU 10 from
 #         bookworm-backports (a sources entry is added, with the suite's
@@ -15,7 +15,8 @@
 #   src:  the pieces of linux-source-6.1 the suite builds against, extracted
 #         to build/ksrc/ (kselftest headers and runner, lib.mk, checkpatch,
 #         tools/include and tools/lib/rbtree.c for the user-space builds),
-#         and 6.12's checkpatch to build/ksrc-6.12/ (make checkpatch runs both).
+#         and 6.12's checkpatch to build/ksrc-6.12/ (make checkpatch runs
+#         each kernel's; 7.3's comes with the 7.3 part below).
 #         Nothing of the kernel source is committed to this repository.
 #   qemu: the plugin API header of the installed QEMU (include/qemu/qemu-plugin.h,
 #         which no binary package ships), from the orig tarball of Debian's
@@ -250,7 +251,7 @@ extract()
 
 extract "$SRC_TAR" "$KSRC" "kselftest headers, lib.mk, checkpatch.pl and tools/include" \
 	"${KSRC_PATHS[@]}"
-# 6.12's checkpatch (make checkpatch runs both kernels' versions).
+# 6.12's checkpatch (make checkpatch runs each kernel's version).
 extract "$SRC_TAR_612" "$KSRC_612" "checkpatch.pl" \
 	scripts/checkpatch.pl scripts/spelling.txt scripts/const_structs.checkpatch
 
