@@ -6,8 +6,7 @@
 #
 #   pfn-bench.sh PFN_BENCH_BINARY RESULTS_DIR [--full] [--reps R] [--quick]
 #
-# --full adds 100M lookups to the fixed workload (about 4 more minutes on a
-# loaded 2-core host).
+# --full adds 100M lookups to the fixed workload.
 set -euo pipefail
 
 bin=$1

@@ -9,8 +9,8 @@
 #	tools/testing/stale-code/module-replug.sh
 #
 # (an Oops in a cycle may leave the guest hanging: --timeout ends it;
-# with memhp-vm's hold of freed RAM, its default, 100 cycles take about
-# three minutes: --timeout 900).
+# with memhp-vm's hold of freed RAM, its default, every cycle runs, so
+# give it room: --timeout 900).
 #
 # 1. Hot-add a 128 MiB pc-dimm, online it movable, and have tb-replug run
 #    a function in every page of it that it gets (the emulator translates
