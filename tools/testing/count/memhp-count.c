@@ -61,6 +61,7 @@
 
 #include <qemu-plugin.h>
 
+#include "idle_clock.h"
 #include "memhp_mark.h"
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
@@ -94,15 +95,6 @@ struct slot_counts {
 	uint64_t insns[MAX_SLOTS];
 };
 
-/*
- * A vCPU's halted time (host ns): QEMU's idle and resume callbacks, which
- * run on the vCPU's thread; markers on other threads read them atomically.
- */
-struct idle {
-	int64_t since;		/* when it last halted, 0 while it runs */
-	int64_t total;		/* halted time before that */
-};
-
 struct vcpu_regs {
 	struct qemu_plugin_register *rdi;
 	struct qemu_plugin_register *rsi;
@@ -123,7 +115,8 @@ static uint64_t slot_pc[MAX_SLOTS];
 static unsigned int nslots = 2;
 static struct qemu_plugin_scoreboard *counts;	/* struct slot_counts */
 static struct qemu_plugin_scoreboard *regs;	/* struct vcpu_regs */
-static struct qemu_plugin_scoreboard *idle;	/* struct idle */
+/* A vCPU's halted time (host ns), written by its thread: idle_clock.h. */
+static struct qemu_plugin_scoreboard *idle;	/* struct idle_clock */
 static char *out_path;
 static GString *out;		/* phases, written at exit */
 static unsigned int nr_phases;
@@ -145,37 +138,17 @@ static uint64_t *vcpu_counts(unsigned int vcpu)
 
 static int64_t vcpu_idle_ns(unsigned int vcpu, int64_t now)
 {
-	struct idle *d = qemu_plugin_scoreboard_find(idle, vcpu);
-	int64_t since, total;
-
-	/*
-	 * since, total, since again: a resume or halt between the two reads
-	 * of since (which changes it) makes the pair inconsistent; read again.
-	 */
-	do {
-		since = __atomic_load_n(&d->since, __ATOMIC_ACQUIRE);
-		total = __atomic_load_n(&d->total, __ATOMIC_ACQUIRE);
-	} while (__atomic_load_n(&d->since, __ATOMIC_ACQUIRE) != since);
-	return total + (since ? now - since : 0);
+	return idle_clock_read(qemu_plugin_scoreboard_find(idle, vcpu), now);
 }
 
 static void vcpu_idle(qemu_plugin_id_t id, unsigned int vcpu)
 {
-	struct idle *d = qemu_plugin_scoreboard_find(idle, vcpu);
-
-	__atomic_store_n(&d->since, g_get_monotonic_time() * 1000, __ATOMIC_RELEASE);
+	idle_clock_halt(qemu_plugin_scoreboard_find(idle, vcpu), g_get_monotonic_time() * 1000);
 }
 
 static void vcpu_resume(qemu_plugin_id_t id, unsigned int vcpu)
 {
-	struct idle *d = qemu_plugin_scoreboard_find(idle, vcpu);
-	int64_t since = __atomic_load_n(&d->since, __ATOMIC_ACQUIRE);
-
-	if (!since)
-		return;
-	__atomic_store_n(&d->since, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&d->total, d->total + g_get_monotonic_time() * 1000 - since,
-			 __ATOMIC_RELEASE);
+	idle_clock_resume(qemu_plugin_scoreboard_find(idle, vcpu), g_get_monotonic_time() * 1000);
 }
 
 /* The phase's clock: host wall time and every vCPU's halted time. */
@@ -514,7 +487,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 	slot_pc[SLOT_KERNEL_OVERFLOW] = 1;
 	counts = qemu_plugin_scoreboard_new(sizeof(struct slot_counts));
 	regs = qemu_plugin_scoreboard_new(sizeof(struct vcpu_regs));
-	idle = qemu_plugin_scoreboard_new(sizeof(struct idle));
+	idle = qemu_plugin_scoreboard_new(sizeof(struct idle_clock));
 	out = g_string_new(NULL);
 
 	qemu_plugin_register_vcpu_init_cb(id, vcpu_init);
