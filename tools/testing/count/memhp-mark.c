@@ -17,9 +17,10 @@
  *
  * With MEMHP_COUNT_SYMS=FILE in the environment, an end appends the
  * kernel's module text symbols of that moment to FILE after the marker,
- * under a line "@phase NAME": a module's addresses are its own only while
- * it is loaded, so the report resolves a phase's blocks with the symbols of
- * that phase's end. When /proc/modules reads as it did at the previous end
+ * under a line "@phase NAME", then /proc/modules, a line "@module LINE"
+ * each: a module's addresses are its own only while it is loaded, so the
+ * report resolves a phase's blocks with the symbols and the module extents
+ * (address and size) of that phase's end. When /proc/modules reads as it did at the previous end
  * (FILE.modules keeps it), the line is "@phase NAME =": the previous
  * phase's symbols still hold.
  */
@@ -86,9 +87,27 @@ static int dump_module_syms(FILE *out)
 }
 
 /*
- * After an end: "@phase NAME" and the module symbols, or "@phase NAME ="
- * when the modules are those of the last dump. syms: "@snapshot" and the
- * symbols, always (for phases that a program marks itself).
+ * Append /proc/modules (MODULES, read with the symbols), each line as
+ * "@module LINE": a module's address and size bound its code, so the
+ * report credits no address past a module's end to the module.
+ */
+static void dump_modules(FILE *out, const char *modules)
+{
+	const char *p = modules, *nl;
+
+	for (; *p; p = nl + 1) {
+		nl = strchrnul(p, '\n');
+		fprintf(out, "@module %.*s\n", (int)(nl - p), p);
+		if (!*nl)
+			break;
+	}
+}
+
+/*
+ * After an end: "@phase NAME", the module symbols and /proc/modules, or
+ * "@phase NAME =" when the modules are those of the last dump. syms:
+ * "@snapshot", the symbols and /proc/modules, always (for phases that a
+ * program marks itself).
  */
 static int save_module_syms(const char *header, const char *name)
 {
@@ -116,6 +135,8 @@ static int save_module_syms(const char *header, const char *name)
 	else
 		fprintf(out, "%s\n", header);
 	ret = dump_module_syms(out);
+	if (!ret && n >= 0)
+		dump_modules(out, now);
 	if (fclose(out))
 		ret = -1;
 	if (!ret && n >= 0) {
