@@ -3,8 +3,9 @@
 # memhp-lab: out-of-tree memory-hotplug and sparsemem modules, their tests
 # and experiments. `make help` lists the targets.
 #
-# The modules are built against Debian's 6.1 kernel headers by default;
-# KDIR=/path/to/tree builds them against any other configured tree.
+# The modules are built against the headers of the default kernel (the
+# first of tools/kernels.tsv); KVER=<release> picks another of the suite's
+# kernels and KDIR=/path/to/tree any other configured tree.
 
 TOP	:= $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 BUILD	:= $(TOP)/build

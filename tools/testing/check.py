@@ -9,7 +9,7 @@ Stages, in order:
            of dkms.conf in a scratch tree; once: selftests build,
            checkpatch (each kernel's checkpatch.pl)
   guest    the selftests of tools/testing/selftests/memhp inside QEMU
-           guests, once per kernel (Debian's 6.1, 6.12 and 7.3: `make
+           guests, once per kernel (tools/kernels.tsv: `make
            print-kvers`), a KTAP node per kernel ("guest 6.12.117+deb12-amd64");
            tests naming the same `memhp-vm:` options share one boot
   runner   the VM runner's own tests (tools/testing/vm/selftest.sh): it must

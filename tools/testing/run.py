@@ -15,8 +15,8 @@ Each experiment is a directory tools/testing/experiments/<NN-name>/ with:
            plugin needs TCG. The times of a counted guest are taken under
            the plugin (slower, and a marked write includes the marker
            process's start); --count off (make run COUNT=0) times without it
-Every experiment runs on every kernel of `make print-kvers` (Debian's 6.1,
-6.12 and 7.3; --kernels picks), the kernels one after the other for each
+Every experiment runs on every kernel of `make print-kvers`
+(tools/kernels.tsv; --kernels picks), the kernels one after the other for each
 experiment, so all see the same host load. Results go to results/<release>/<NN-name>/;
 results/report.md starts with the kernels side by side (every markdown table
 of the first kernel's summaries beside the same table of each other kernel,
