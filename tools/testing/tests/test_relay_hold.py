@@ -21,18 +21,19 @@ class QmpError(Exception):
 
 
 class FakeQemu:
-    """blocks: {object id or ram name: (offset, length)}; an object id that
-    `plugged` names has a block named after it, as a device registers it;
-    other blocks (a hold, a backend no device uses) have no name."""
+    """blocks: {object id or ram name: (offset, length)}. A backend's block
+    is named after it only while a device has it (device_add .. device_del),
+    as QEMU's vmstate_register_ram() names it; others (a hold, a backend no
+    device uses, one whose device is gone) have no name."""
 
-    def __init__(self, blocks, rcu_polls=2, refuse_add=False, plugged=None):
+    def __init__(self, blocks, rcu_polls=2, refuse_add=False):
         self.objs = {}   # object id -> block key
         self.blocks = {}  # block key -> [name, offset, length, hva]
+        self.devs = {}   # device id -> object id
         self.hva = 0x7f0000000000
-        plugged = set(blocks) if plugged is None else set(plugged)
         for key, (off, ln) in blocks.items():
             obj = key if key != "pc.ram" else None
-            self._add(key, key if (obj is None or key in plugged) else "", off, ln)
+            self._add(key, "" if obj else key, off, ln)
             if obj:
                 self.objs[obj] = key
         self.pending = {}  # block key -> polls left before it is freed
@@ -82,6 +83,13 @@ class FakeQemu:
                 raise QmpError(f"no object {obj}")
             self.pending[self.objs.pop(obj)] = self.rcu_polls
             return {}
+        if cmd == "device_add":
+            self.devs[args["id"]] = args["memdev"]
+            self.blocks[self.objs[args["memdev"]]][0] = args["memdev"]
+            return {}
+        if cmd == "device_del":
+            self.blocks[self.objs[self.devs.pop(args["id"])]][0] = ""
+            return {}
         if cmd == "object-add":
             if self.refuse_add:
                 raise QmpError("object-add refused")
@@ -100,7 +108,12 @@ def relay(memhp_vm, qemu, inject=False):
     return r
 
 
-def delete(r, obj):
+def delete(r, obj, plugged=True):
+    """The guest's sequence: the DIMM plugged and ejected, then object-del."""
+    if plugged:
+        asyncio.run(r._execute("device_add", {"driver": "pc-dimm", "id": "d-" + obj,
+                                              "memdev": obj}))
+        asyncio.run(r._execute("device_del", {"id": "d-" + obj}))
     return asyncio.run(r._execute("object-del", {"id": obj}))
 
 
@@ -184,20 +197,20 @@ def test_injected_failure_adds_no_hold_and_fails(memhp_vm):
 
 
 def test_backend_no_device_used_needs_no_hold(memhp_vm):
-    q = FakeQemu({**BOOT, "m1": (2048 * MiB, 128 * MiB)}, plugged=())
+    q = FakeQemu({**BOOT, "m1": (2048 * MiB, 128 * MiB)})
     r = relay(memhp_vm, q)
-    delete(r, "m1")
+    delete(r, "m1", plugged=False)
     assert r.failures == [] and held_ranges(q) == []
-    assert any("m1 had no device's RAM block" in x for x in r.lines)
+    assert any("m1 was no device's memory" in x for x in r.lines)
 
 
 def test_no_hold_for_other_objects_or_when_off(memhp_vm):
     q = FakeQemu({**BOOT, "m1": (2048 * MiB, 128 * MiB)})
     r = memhp_vm.Relay("/nonexistent", lambda m: None, hold_freed_ram=False, qmp=q)
-    asyncio.run(r._execute("object-del", {"id": "m1"}))
+    delete(r, "m1")
     assert held_ranges(q) == [] and r.failures == []
     with pytest.raises(QmpError):
-        asyncio.run(relay(memhp_vm, q)._execute("object-del", {"id": "nosuch"}))
+        delete(relay(memhp_vm, q), "nosuch", plugged=False)
 
 
 def test_covers():
@@ -231,3 +244,16 @@ def test_parse_info_ramblock(memhp_vm):
         ("tbm1", 0x40300000, 0x8000000, 0x7f5c3be00000),
         ("", 0x48300000, 0x8000000, 0x7f5c33c00000),
         ("/rom@etc/acpi/tables", 0x40080000, 0x200000, 0x7f5c92a00000)]
+
+
+def test_device_add_whose_block_has_no_name_fails(memhp_vm):
+    q = FakeQemu({**BOOT, "m1": (2048 * MiB, 128 * MiB)})
+
+    async def unnamed_add(cmd, args=None):
+        if cmd == "device_add":
+            return {}
+        return await FakeQemu.execute(q, cmd, args)
+    q.execute = unnamed_add
+    r = relay(memhp_vm, q)
+    asyncio.run(r._execute("device_add", {"driver": "pc-dimm", "id": "d1", "memdev": "m1"}))
+    assert len(r.failures) == 1 and "cannot be held later" in r.failures[0]
