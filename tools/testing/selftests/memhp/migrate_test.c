@@ -5,7 +5,9 @@
  * Selftests of /dev/migrate_test (mm/migrate_test_*.c): user memory backed by
  * driver-owned movable pages, migrated by the driver's MIGRATE ioctl and by
  * the kernel (memory offlining) through the driver's movable_operations.
- * Run by migrate_test.sh, which loads and unloads the module.
+ * It loads the module unless it is loaded, and unloads it if it did. The
+ * refusal of hibernation is tested in migrate_test_hibernate.sh's guest,
+ * which can hibernate.
  *
  * The DIMM test needs a memhp-vm guest (memhp-qmp, free DIMM slots); the
  * default guest has them.
@@ -827,72 +829,6 @@ TEST_F_TIMEOUT(mt, dimm_offline_and_device_del, 300)
 	na = list_blocks(after, 512);
 	EXPECT_EQ(na, nb);
 	ASSERT_EQ(check(self->buf, self->len, 77), -1);
-}
-
-/* A /proc/vmstat counter, or -1. */
-static long vmstat_value(const char *name)
-{
-	char line[128];
-	size_t n = strlen(name);
-	long v = -1;
-	FILE *f = fopen("/proc/vmstat", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, name, n) && line[n] == ' ') {
-			v = atol(line + n + 1);
-			break;
-		}
-	fclose(f);
-	return v;
-}
-
-/*
- * Where the pages are balloon pages, which hibernation does not save, the
- * module refuses it (PM_HIBERNATION_PREPARE, here through /dev/snapshot's
- * open) while any exists, and lets it be once none does.
- */
-TEST(hibernation_refused_while_balloon_pages)
-{
-	int fd, snap;
-	long b0, b1;
-	char *buf;
-
-	psz = sysconf(_SC_PAGESIZE);
-	fd = open(DEV, O_RDWR);
-	if (fd < 0)
-		SKIP(return, DEV " missing");
-	buf = mmap(NULL, psz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	ASSERT_NE(buf, MAP_FAILED);
-	/* An event count is exact at every read (nr_balloon_pages lags). */
-	b0 = vmstat_value("balloon_inflate");
-	buf[0] = 1;
-	b1 = vmstat_value("balloon_inflate");
-	if (b0 < 0 || b1 <= b0) {
-		munmap(buf, psz);
-		close(fd);
-		SKIP(return,
-		     "the pages are not balloon pages on this kernel: hibernation saves them");
-	}
-	snap = open("/dev/snapshot", O_RDONLY);
-	if (snap < 0 && errno != EBUSY) {
-		munmap(buf, psz);
-		close(fd);
-		SKIP(return, "/dev/snapshot: %s (hibernation not available)", strerror(errno));
-	}
-	EXPECT_LT(snap, 0);
-	EXPECT_EQ(errno, EBUSY);
-	if (snap >= 0)
-		close(snap);
-	munmap(buf, psz);
-	close(fd);
-
-	/* No page left: accepted. */
-	snap = open("/dev/snapshot", O_RDONLY);
-	EXPECT_GE(snap, 0) TH_LOG("/dev/snapshot with no page: %s", strerror(errno));
-	if (snap >= 0)
-		close(snap);
 }
 
 /* The module cannot go while a mapping (without any open fd) remains. */
