@@ -283,3 +283,106 @@ census_grew()
 {
 	echo $((census_after[$1] - census_before[$1]))
 }
+
+# --- Unloads midway through a plug or an unplug -----------------------------
+# A case that unloads virtio_mem_shim "while plugging" (or unplugging)
+# asserts that the operation had started and not reached its target when
+# rmmod began: a fast guest (KVM) may finish first, and the unload would then
+# be one "after" the operation. midway_wait samples the device's plugged_size
+# and MemTotal without forking and returns on the sample taken just before
+# the caller's rmmod. The caller sends the request in the background and
+# calls midway_wait at once: memhp-qmp itself takes longer under TCG than a
+# plug of 1 GiB, which was complete by the time it returned. The device takes a whole request at once and adding
+# and onlining follow block by block, so the operation is complete only when
+# both plugged_size and MemTotal (above the base) are at the target.
+# A case that finds it complete unloads anyway (its checks still run) and
+# tries again, MIDWAY_TRIES attempts in all; one that was never midway fails
+# ("not midway"), it never passes.
+# MEMHP_MIDWAY_FORCE_COMPLETE=1 forces the fast path on purpose: the case
+# waits for the operation to complete before rmmod and does not retry, so it
+# fails.
+MIDWAY_TRIES=3
+
+midway_forced()
+{
+	[ "${MEMHP_MIDWAY_FORCE_COMPLETE:-0}" = 1 ]
+}
+
+# __midway_sample DEV BASE_KB: mid_dev (DEV's plugged_size) and mid_mem
+# (MemTotal above BASE_KB), in bytes; shell builtins only.
+__midway_sample()
+{
+	local k v u
+
+	mid_dev=
+	{ read -r mid_dev < "$1/plugged_size"; } 2>/dev/null
+	while read -r k v u; do
+		[ "$k" = MemTotal: ] && break
+	done < /proc/meminfo
+	mid_mem=$(((v - $2) * 1024))
+}
+
+# midway_wait DEV BASE_KB FROM TO SECS: wait, at most SECS, until the plug
+# or unplug taking DEV from FROM to TO bytes has started (polling without
+# a pause), or with MEMHP_MIDWAY_FORCE_COMPLETE=1 until it is complete.
+# True if the last sample is midway: started and not complete. The sample
+# is in mid_dev and mid_mem, in words in mid_seen; why it is not midway
+# (complete, not started) in mid_why.
+midway_wait()
+{
+	local dev=$1 base=$2 from=$3 to=$4 end=$((SECONDS + $5)) done
+
+	while :; do
+		__midway_sample "$dev" "$base"
+		done=0
+		[ "$mid_dev" = "$to" ] && [ "$mid_mem" = "$to" ] && done=1
+		if [ -z "$mid_dev" ]; then
+			:	# not bound yet
+		elif midway_forced; then
+			[ $done = 1 ] && break
+		elif [ "$mid_dev" != "$from" ] || [ "$mid_mem" != "$from" ]; then
+			break
+		fi
+		[ $SECONDS -ge $end ] && break
+		midway_forced && sleep 0.2
+	done
+	mid_seen="device plugged $((${mid_dev:-0} >> 20)) MiB, MemTotal +$((mid_mem >> 20)) MiB (from $((from >> 20)) to $((to >> 20)) MiB)"
+	if [ -z "$mid_dev" ]; then
+		mid_why="unknown (device not bound)"
+	elif [ $done = 1 ]; then
+		mid_why=complete
+	elif [ "$mid_dev" = "$from" ] && [ "$mid_mem" = "$from" ]; then
+		mid_why="not started"
+	else
+		mid_why=midway
+		return 0
+	fi
+	return 1
+}
+
+# midway_retry TRY WHAT: attempt TRY found WHAT not midway at rmmod
+# (mid_why): true if another attempt is allowed, else says why not.
+midway_retry()
+{
+	if midway_forced; then
+		ktap_print_msg "not midway: $2 was $mid_why at rmmod (MEMHP_MIDWAY_FORCE_COMPLETE=1: no retry)"
+		return 1
+	fi
+	if [ "$1" -ge $MIDWAY_TRIES ]; then
+		ktap_print_msg "not midway in $1 attempts (the last: $2 was $mid_why at rmmod)"
+		return 1
+	fi
+	ktap_print_msg "attempt $1: $2 was $mid_why at rmmod; again"
+	return 0
+}
+
+# midway_slow TRY: from the second attempt on, virtio_mem_shim (loaded)
+# plugs and adds one unit per request (plug_batch=1, add_batch=1): more
+# steps, the same operation.
+midway_slow()
+{
+	local p=/sys/module/virtio_mem_shim/parameters
+
+	[ "$1" -gt 1 ] || return 0
+	echo 1 > $p/plug_batch && echo 1 > $p/add_batch
+}
