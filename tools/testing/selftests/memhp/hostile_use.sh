@@ -34,6 +34,12 @@
 #     nodes gone                /sys/module/<m>, the module's debugfs and
 #                               sysfs directories absent; ls debugfs
 #
+# The two midway unloads assert that rmmod began with the plug (unplug)
+# started and not complete; an attempt that finds it complete is retried,
+# up to 3 attempts, and a case never midway fails. MEMHP_MIDWAY_FORCE_COMPLETE=1
+# waits for completion before rmmod, without retry: both fail on purpose
+# (midway_wait, lib.sh).
+#
 # HOSTILE_USE_ONLY=ERE runs only the cases whose "module state" matches
 # (e.g. HOSTILE_USE_ONLY=online_kernel); the others are skipped.
 #
@@ -468,6 +474,10 @@ plugged_is()
 {
 	[ "$(cat "$SHIM_DEV/plugged_size" 2>/dev/null)" = "$1" ]
 }
+memtotal_is()
+{
+	[ "$(meminfo_kb MemTotal)" = "$1" ]
+}
 shim_bound()
 {
 	[ "$(basename "$(readlink "$SHIM_DEV/driver" 2>/dev/null)")" = virtio_mem_shim ]
@@ -528,18 +538,33 @@ else
 		skip_state virtio_mem_shim "$ST_PLUGGED" "$NS"
 	fi
 
+	# Midway (midway_wait, lib.sh): rmmod begins with the plug started
+	# and not complete; an attempt that finds it complete is retried, a
+	# case never midway fails.
 	if want virtio_mem_shim "$ST_MID"; then
-		ok=0
-		if shim_load movable; then
-			request $((1024 * MIB))
-			sleep 0.3
-			ktap_print_msg "plugged $(cat "$SHIM_DEV/plugged_size" 2>/dev/null) of 1 GiB when rmmod starts"
-			unload virtio_mem_shim && [ "$(qmp_memdev_size vm0)" = 0 ] && ok=1
+		try=0
+		ok=1
+		while [ $ok = 1 ]; do
+			try=$((try + 1))
+			ok=0
+			mid=1
+			shim_load movable && midway_slow $try || break
+			request $((1024 * MIB)) &
+			req=$!
+			midway_wait "$SHIM_DEV" "$memtotal0" 0 $((1024 * MIB)) 120
+			mid=$?
+			unload virtio_mem_shim
+			rc=$?
+			wait $req
+			[ $rc = 0 ] && [ "$(qmp_memdev_size vm0)" = 0 ] && ok=1
 			request 0
-		fi
+			ktap_print_msg "attempt $try: rmmod began at $mid_seen"
+			[ "$(meminfo_kb MemTotal)" = "$memtotal0" ] || ok=0
+			[ $ok = 1 ] && [ $mid = 0 ] && break
+			[ $ok = 1 ] && midway_retry $try "the plug of 1 GiB" || ok=0
+		done
 		ktap_print_msg "MemTotal $memtotal0 -> $(meminfo_kb MemTotal) kB"
 		dmesg | grep 'could not be unplugged' | tail -n 1 | sed 's/^/# /'
-		[ "$(meminfo_kb MemTotal)" = "$memtotal0" ] || ok=0
 		unload_case virtio_mem_shim "$ST_MID" $ok
 	else
 		skip_state virtio_mem_shim "$ST_MID" "$NS"
@@ -569,20 +594,34 @@ else
 		skip_state virtio_mem_shim "$ST_PARTIAL" "$NS"
 	fi
 
+	# Midway as above, unplugging.
 	if want virtio_mem_shim "$ST_SBM_MID"; then
-		ok=0
-		if shim_load movable && [ "$(cat "$SHIM_DEV/mode")" = sbm ]; then
+		try=0
+		ok=1
+		while [ $ok = 1 ]; do
+			try=$((try + 1))
+			ok=0
+			mid=1
+			shim_load movable && [ "$(cat "$SHIM_DEV/mode")" = sbm ] || break
 			# vm0 is 1 GiB here: 1000 MiB, not a multiple of a block.
 			request $((1000 * MIB))
-			if wait_for 120 plugged_is $((1000 * MIB)); then
-				request $((2 * MIB))
-				sleep 0.3
-				ktap_print_msg "plugged $(cat "$SHIM_DEV/plugged_size" 2>/dev/null) when rmmod starts"
-				unload virtio_mem_shim && [ "$(qmp_memdev_size vm0)" = 0 ] &&
+			if wait_for 120 plugged_is $((1000 * MIB)) &&
+			   wait_for 60 memtotal_is $((memtotal0 + 1000 * 1024)); then
+				request $((2 * MIB)) &
+				req=$!
+				midway_wait "$SHIM_DEV" "$memtotal0" $((1000 * MIB)) $((2 * MIB)) 120
+				mid=$?
+				unload virtio_mem_shim
+				rc=$?
+				wait $req
+				[ $rc = 0 ] && [ "$(qmp_memdev_size vm0)" = 0 ] &&
 					[ "$(meminfo_kb MemTotal)" = "$memtotal0" ] && ok=1
+				ktap_print_msg "attempt $try: rmmod began at $mid_seen"
 			fi
 			request 0
-		fi
+			[ $ok = 1 ] && [ $mid = 0 ] && break
+			[ $ok = 1 ] && midway_retry $try "the unplug to 2 MiB" || ok=0
+		done
 		ktap_print_msg "MemTotal $memtotal0 -> $(meminfo_kb MemTotal) kB"
 		unload_case virtio_mem_shim "$ST_SBM_MID" $ok
 	else
