@@ -12,7 +12,10 @@
 #   sparse_hotplug isolate/release and offline/online loops     -> completes,
 #                  isolated sections released, MemTotal restored
 #   virtio_mem_shim  unload midway through plugging 1 GiB       -> completes,
-#                  device back at 0, MemTotal restored
+#                  device back at 0, MemTotal restored; rmmod began with
+#                  the plug started and not complete (else retried, at
+#                  last a failure; MEMHP_MIDWAY_FORCE_COMPLETE=1 makes it
+#                  fail on purpose: midway_wait, lib.sh)
 # Then CYCLES (default 50, or as many as fit in CYCLE_SECONDS=480, at least
 # MIN_CYCLES=10) load/unload cycles of all of them with a little
 # activity each (migrations and a buddy workload; every 10th cycle also
@@ -233,18 +236,31 @@ else
 	[ "$(basename "$(readlink "$SHIM_DEV/driver" 2>/dev/null)")" = virtio_mem ] &&
 		basename "$SHIM_DEV" > /sys/bus/virtio/drivers/virtio_mem/unbind
 	set_auto_online online_movable
-	memhp_load virtio_mem_shim
-	memhp-qmp qom-set path=vm0 property=requested-size value=$((1024 << 20)) >/dev/null
-	sleep 0.3
-	ktap_print_msg "plugged $(cat "$SHIM_DEV/plugged_size" 2>/dev/null) of 1 GiB when rmmod starts"
-	rmmod virtio_mem_shim
-	rc=$?
-	memhp-qmp qom-set path=vm0 property=requested-size value=0 >/dev/null
-	size=$(qmp_memdev_size vm0)
-	settle
-	memtotal1=$(meminfo_kb MemTotal)
-	ktap_print_msg "rmmod exit $rc; device size $size; MemTotal $memtotal0 -> $memtotal1 kB"
-	shim_clean() { [ "$rc" = 0 ] && [ "$size" = 0 ] && [ "$memtotal0" = "$memtotal1" ]; }
+	# Midway (midway_wait, lib.sh): rmmod begins with the plug started and
+	# not complete; an attempt that finds it complete is retried, a case
+	# never midway fails.
+	try=0
+	while :; do
+		try=$((try + 1))
+		memhp_load virtio_mem_shim && midway_slow $try
+		memhp-qmp qom-set path=vm0 property=requested-size value=$((1024 << 20)) >/dev/null &
+		req=$!
+		midway_wait "$SHIM_DEV" "$memtotal0" 0 $((1024 << 20)) 120
+		mid=$?
+		rmmod virtio_mem_shim
+		rc=$?
+		wait $req
+		memhp-qmp qom-set path=vm0 property=requested-size value=0 >/dev/null
+		size=$(qmp_memdev_size vm0)
+		settle
+		memtotal1=$(meminfo_kb MemTotal)
+		ktap_print_msg "attempt $try: rmmod began at $mid_seen"
+		ktap_print_msg "rmmod exit $rc; device size $size; MemTotal $memtotal0 -> $memtotal1 kB"
+		[ "$rc" = 0 ] && [ "$size" = 0 ] && [ "$memtotal0" = "$memtotal1" ] || break
+		[ $mid = 0 ] && break
+		midway_retry $try "the plug of 1 GiB" || break
+	done
+	shim_clean() { [ "$rc" = 0 ] && [ "$size" = 0 ] && [ "$memtotal0" = "$memtotal1" ] && [ $mid = 0 ]; }
 	ktap_test_result "virtio_mem_shim: unload midway through plugging completes, nothing left" \
 		shim_clean
 	set_auto_online offline
