@@ -276,4 +276,17 @@ static inline bool memhp_page_large_kmalloc(struct page *head)
 #define memhp_kzalloc_obj(p, gfp)	kzalloc(sizeof(p), gfp)
 #endif
 
+/*
+ * e820__mapped_raw_any(), the e820 table as the firmware gave it, is
+ * exported to every module (MEMHP_HAVE_E820_RAW_EXPORT, read from
+ * Module.symvers) on some kernels and to the KVM modules only
+ * (EXPORT_SYMBOL_FOR_MODULES()) on others. memhp_e820_raw_exported is 1
+ * or 0, for C conditions that keep the other branch compiled.
+ */
+#ifdef MEMHP_HAVE_E820_RAW_EXPORT
+#define memhp_e820_raw_exported	1
+#else
+#define memhp_e820_raw_exported	0
+#endif
+
 #endif /* _MEMHP_COMPAT_H */

@@ -94,7 +94,11 @@ extern const char *sparse_hp_resource_name;
 extern struct kobj_attribute sparse_hp_probe_attr;
 extern struct kobj_attribute sparse_hp_remove_attr;
 extern struct kobj_attribute sparse_hp_probed_attr;
+extern struct kobj_attribute sparse_hp_ram_check_attr;
 int sparse_hp_parse_ranges_param(void);
+void sparse_hp_ram_check_init(void);
+void sparse_hp_ram_check_exit(void);
+const char *sparse_hp_ram_check_name(void);
 bool sparse_hp_remove_all(void);
 
 /* sparse_hotplug_events.c */

@@ -21,6 +21,8 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/ioport.h>
+#include <linux/kernfs.h>
+#include <linux/gfp.h>
 #include <linux/ktime.h>
 #include <linux/overflow.h>
 #include <asm/e820/api.h>
@@ -126,30 +128,283 @@ static bool sparse_hp_in_ranges(u64 start, u64 end)
 }
 
 /*
- * Is [start, end) System RAM in the firmware's memory map (e820 as the
- * firmware gave it, before mem= and memmap= trimmed it; what
- * /sys/firmware/memmap shows)? Asked of the table itself, page by page
- * (adjacent RAM entries count as one): reading /sys/firmware/memmap from
- * here, our probe store, would take a second kernfs open file mutex,
- * which lockdep reports as possible recursive locking.
+ * How probe tells that a block is firmware RAM (ram_check): System RAM in
+ * the memory map as the firmware gave it, before mem= and memmap= trimmed
+ * the kernel's own (e820 on x86), read from one of two places:
  *
- * Where e820__mapped_raw_any() is exported to the KVM modules only
- * (MEMHP_E820_RAW_FOR_KVM_ONLY), no exported function reads that table
- * (e820__mapped_any() reads the one mem= trimmed): nothing is taken for
- * firmware RAM there, and probe fails with EOPNOTSUPP.
+ * - "e820": the firmware's e820 table itself, through
+ *   e820__mapped_raw_any(), where it is exported to every module
+ *   (MEMHP_HAVE_E820_RAW_EXPORT);
+ * - "firmware_memmap": elsewhere (it may be exported to the KVM modules
+ *   only), the kernel's copy of that table which /sys/firmware/memmap
+ *   shows (drivers/firmware/memmap.c, CONFIG_FIRMWARE_MEMMAP), read
+ *   in-kernel from that kset's entries (sparse_hp_fw_memmap_ram());
+ * - "none": neither (the memmap kset not found at load); probe then fails
+ *   with EOPNOTSUPP.
+ *
+ * Chosen at load; read-only afterwards, so read without a lock.
  */
-static bool sparse_hp_firmware_ram(u64 start, u64 end)
+enum sparse_hp_ram_check {
+	SPARSE_HP_RAM_CHECK_NONE,
+	SPARSE_HP_RAM_CHECK_E820,
+	SPARSE_HP_RAM_CHECK_FW_MEMMAP,
+};
+
+static const char * const sparse_hp_ram_check_names[] = {
+	[SPARSE_HP_RAM_CHECK_NONE]	= "none",
+	[SPARSE_HP_RAM_CHECK_E820]	= "e820",
+	[SPARSE_HP_RAM_CHECK_FW_MEMMAP]	= "firmware_memmap",
+};
+
+static enum sparse_hp_ram_check sparse_hp_ram_check;
+
+/* /sys/firmware/memmap, referenced from load to unload ("firmware_memmap"). */
+static struct kset *sparse_hp_fw_memmap;
+
+/*
+ * Finds /sys/firmware/memmap: drivers/firmware/memmap.c makes it with
+ * kset_create_and_add() under firmware_kobj, never removes it, and adds
+ * one kobject per map entry to it. As for the memory bus
+ * (sparse_hp_find_memory_bus()), a sysfs directory's kernfs node carries
+ * its kobject. Returns the kset with a reference, or NULL.
+ */
+static struct kset *sparse_hp_find_fw_memmap(void)
 {
-#ifdef MEMHP_E820_RAW_FOR_KVM_ONLY
-	return false;
-#else
+	struct kobject *kobj = NULL;
+	struct kernfs_node *kn;
+
+	if (!firmware_kobj)
+		return NULL;
+	kn = kernfs_find_and_get(firmware_kobj->sd, "memmap");
+	if (!kn)
+		return NULL;
+	if (kernfs_type(kn) == KERNFS_DIR && kn->priv)
+		kobj = kobject_get_unless_zero(kn->priv);
+	kernfs_put(kn);
+	return kobj ? to_kset(kobj) : NULL;
+}
+
+/* Module init: choose the RAM check. Always succeeds. */
+void sparse_hp_ram_check_init(void)
+{
+	if (memhp_e820_raw_exported) {
+		sparse_hp_ram_check = SPARSE_HP_RAM_CHECK_E820;
+		return;
+	}
+	sparse_hp_fw_memmap = sparse_hp_find_fw_memmap();
+	sparse_hp_ram_check = sparse_hp_fw_memmap ? SPARSE_HP_RAM_CHECK_FW_MEMMAP :
+						    SPARSE_HP_RAM_CHECK_NONE;
+}
+
+const char *sparse_hp_ram_check_name(void)
+{
+	return sparse_hp_ram_check_names[sparse_hp_ram_check];
+}
+
+/* Module exit, and init's error path. */
+void sparse_hp_ram_check_exit(void)
+{
+	if (sparse_hp_fw_memmap)
+		kset_put(sparse_hp_fw_memmap);
+	sparse_hp_fw_memmap = NULL;
+}
+
+/*
+ * Shows attribute @name of the firmware map entry @kobj into @buf, a page,
+ * NUL-terminated. Its kobj_type's sysfs_ops->show is what a read of
+ * /sys/firmware/memmap/N/@name calls; called directly, it takes no kernfs
+ * open-file mutex (our probe store holds one: a read through the VFS from
+ * here would take a second, which lockdep reports as possible recursive
+ * locking). The caller holds a reference on @kobj. -EIO: no such
+ * attribute, or an empty or overlong value.
+ */
+static int sparse_hp_fw_entry_show(struct kobject *kobj, const char *name,
+				   char *buf)
+{
+	const struct kobj_type *ktype = get_ktype(kobj);
+	const struct attribute_group **grp;
+	struct attribute *const *attr;
+	ssize_t len;
+
+	if (!ktype || !ktype->sysfs_ops || !ktype->sysfs_ops->show ||
+	    !ktype->default_groups)
+		return -EIO;
+	for (grp = ktype->default_groups; *grp; grp++)
+		for (attr = (*grp)->attrs; attr && *attr; attr++) {
+			if (strcmp((*attr)->name, name))
+				continue;
+			len = ktype->sysfs_ops->show(kobj, *attr, buf);
+			if (len <= 0 || len >= PAGE_SIZE)
+				return -EIO;
+			buf[len] = '\0';
+			return 0;
+		}
+	return -EIO;
+}
+
+/* [start, end], inclusive as the firmware map keeps it. */
+struct sparse_hp_fw_range {
+	u64 start, end;
+};
+
+/*
+ * Reads the firmware map entry @kobj, using @buf (a page): 1 if it is
+ * System RAM (its range then in @r), 0 if of another type, -EIO if
+ * unreadable.
+ */
+static int sparse_hp_fw_entry_ram(struct kobject *kobj, char *buf,
+				  struct sparse_hp_fw_range *r)
+{
+	if (sparse_hp_fw_entry_show(kobj, "type", buf))
+		return -EIO;
+	if (!sysfs_streq(buf, "System RAM"))
+		return 0;
+	if (sparse_hp_fw_entry_show(kobj, "start", buf) ||
+	    kstrtou64(buf, 0, &r->start) ||
+	    sparse_hp_fw_entry_show(kobj, "end", buf) ||
+	    kstrtou64(buf, 0, &r->end) || r->end < r->start)
+		return -EIO;
+	return 1;
+}
+
+/* Is [start, end) covered by @nr inclusive ranges (overlapping or not)? */
+static bool sparse_hp_fw_covered(const struct sparse_hp_fw_range *r,
+				 unsigned int nr, u64 start, u64 end)
+{
+	u64 cur = start;
+	unsigned int i;
+
+	while (cur < end) {
+		for (i = 0; i < nr; i++)
+			if (r[i].start <= cur && cur <= r[i].end)
+				break;
+		if (i == nr)
+			return false;
+		if (r[i].end == U64_MAX)
+			return true;
+		/* Grows on each pass: r[i].end >= cur. */
+		cur = r[i].end + 1;
+	}
+	return true;
+}
+
+/* Retries when a hot-add outgrew the snapshot between count and take. */
+#define SPARSE_HP_FW_TRIES	4
+
+/*
+ * Is [start, end) System RAM in the firmware memory map the kernel keeps
+ * (/sys/firmware/memmap)? The entries change only by memory hot-add and
+ * removal of "System RAM" (add_memory(), e.g. an ACPI DIMM; not probe's
+ * driver-managed memory). The kset's list_lock (a spinlock) guards its
+ * list: under it each entry is taken with a reference, so that it
+ * outlives a concurrent removal, and it is read and put after the lock is
+ * dropped (show() is another file's code, free to sleep).
+ * 1: RAM; 0: not RAM; -ENOMEM; -EIO: an entry could not be read;
+ * -EAGAIN: the map kept growing while it was taken.
+ */
+static int sparse_hp_fw_memmap_ram(u64 start, u64 end)
+{
+	struct kset *kset = sparse_hp_fw_memmap;
+	struct sparse_hp_fw_range *ram = NULL;
+	struct kobject **objs = NULL, *k;
+	unsigned int n, cap, i, nr_ram = 0, tries;
+	bool full;
+	char *buf;
+	int ret;
+
+	for (tries = 0; tries < SPARSE_HP_FW_TRIES; tries++) {
+		cap = 0;
+		spin_lock(&kset->list_lock);
+		list_for_each_entry(k, &kset->list, entry)
+			cap++;
+		spin_unlock(&kset->list_lock);
+		/* Room for a few hot-adds between the count and the take. */
+		cap += 4;
+		objs = kcalloc(cap, sizeof(*objs), GFP_KERNEL);
+		if (!objs)
+			return -ENOMEM;
+		n = 0;
+		full = false;
+		spin_lock(&kset->list_lock);
+		list_for_each_entry(k, &kset->list, entry) {
+			if (n == cap) {
+				full = true;
+				break;
+			}
+			/* Zero: being released, i.e. removed from the map. */
+			if (kobject_get_unless_zero(k))
+				objs[n++] = k;
+		}
+		spin_unlock(&kset->list_lock);
+		if (!full)
+			break;
+		for (i = 0; i < n; i++)
+			kobject_put(objs[i]);
+		kfree(objs);
+		objs = NULL;
+	}
+	if (!objs)
+		return -EAGAIN;
+
+	ret = -ENOMEM;
+	buf = (char *)__get_free_page(GFP_KERNEL);
+	ram = kcalloc(n ? n : 1, sizeof(*ram), GFP_KERNEL);
+	if (!buf || !ram)
+		goto out;
+	for (i = 0; i < n; i++) {
+		ret = sparse_hp_fw_entry_ram(objs[i], buf, &ram[nr_ram]);
+		if (ret < 0) {
+			pr_warn_once("firmware memory map entry %s unreadable\n",
+				     kobject_name(objs[i]));
+			goto out;
+		}
+		nr_ram += ret;
+	}
+	ret = sparse_hp_fw_covered(ram, nr_ram, start, end);
+out:
+	for (i = 0; i < n; i++)
+		kobject_put(objs[i]);
+	kfree(objs);
+	kfree(ram);
+	free_page((unsigned long)buf);
+	return ret;
+}
+
+/*
+ * Is [start, end) System RAM in the firmware's e820 table ("e820")?
+ * Asked of the table page by page, so that adjacent RAM entries count as
+ * one. 1: RAM; 0: not RAM; -EOPNOTSUPP where the lookup is not exported
+ * to us (never chosen there).
+ */
+static int sparse_hp_e820_ram(u64 start, u64 end)
+{
+#ifdef MEMHP_HAVE_E820_RAW_EXPORT
 	u64 p;
 
 	for (p = start; p < end; p += PAGE_SIZE)
 		if (!e820__mapped_raw_any(p, p + PAGE_SIZE, E820_TYPE_RAM))
-			return false;
-	return true;
+			return 0;
+	return 1;
+#else
+	return -EOPNOTSUPP;
 #endif
+}
+
+/*
+ * Is [start, end) System RAM in the firmware's memory map, by the
+ * ram_check chosen at load? 1: RAM; 0: not RAM; -EOPNOTSUPP: "none"; or
+ * sparse_hp_fw_memmap_ram()'s errors.
+ */
+static int sparse_hp_firmware_ram(u64 start, u64 end)
+{
+	switch (sparse_hp_ram_check) {
+	case SPARSE_HP_RAM_CHECK_E820:
+		return sparse_hp_e820_ram(start, end);
+	case SPARSE_HP_RAM_CHECK_FW_MEMMAP:
+		return sparse_hp_fw_memmap_ram(start, end);
+	default:
+		return -EOPNOTSUPP;
+	}
 }
 
 static struct sparse_hp_added *sparse_hp_find_added(u64 phys)
@@ -166,8 +421,9 @@ static struct sparse_hp_added *sparse_hp_find_added(u64 phys)
 /*
  * -EINVAL: not block aligned, or no block can start there (the end would
  * wrap past 2^64); -ERANGE: not in ranges=; -EEXIST: added or present
- * already; -ENXIO: not firmware RAM; -EOPNOTSUPP: the firmware's table
- * cannot be read (MEMHP_E820_RAW_FOR_KVM_ONLY); -ENOMEM, or what
+ * already; -ENXIO: not firmware RAM; -EOPNOTSUPP: ram_check is "none";
+ * -EIO, -EAGAIN: the firmware memory map could not be read, or kept
+ * growing while read (sparse_hp_fw_memmap_ram()); -ENOMEM, or what
  * add_memory_driver_managed() says.
  */
 static int sparse_hp_probe(u64 phys)
@@ -188,12 +444,10 @@ static int sparse_hp_probe(u64 phys)
 		ret = -EEXIST;
 		goto out;
 	}
-	if (!sparse_hp_firmware_ram(phys, end)) {
-#ifdef MEMHP_E820_RAW_FOR_KVM_ONLY
-		ret = -EOPNOTSUPP;
-#else
-		ret = -ENXIO;
-#endif
+	ret = sparse_hp_firmware_ram(phys, end);
+	if (ret <= 0) {
+		if (!ret)
+			ret = -ENXIO;
 		goto out;
 	}
 	a = memhp_kzalloc_obj(*a, GFP_KERNEL);
@@ -351,6 +605,14 @@ static ssize_t probed_show(struct kobject *kobj, struct kobj_attribute *attr,
 	return len;
 }
 
+/* How probe tells firmware RAM: e820, firmware_memmap or none. */
+static ssize_t ram_check_show(struct kobject *kobj, struct kobj_attribute *attr,
+			      char *buf)
+{
+	return sysfs_emit(buf, "%s\n", sparse_hp_ram_check_name());
+}
+
 struct kobj_attribute sparse_hp_probe_attr = __ATTR_WO(probe);
 struct kobj_attribute sparse_hp_remove_attr = __ATTR_WO(remove);
 struct kobj_attribute sparse_hp_probed_attr = __ATTR_RO(probed);
+struct kobj_attribute sparse_hp_ram_check_attr = __ATTR_RO(ram_check);

@@ -10,6 +10,7 @@
  *   /sys/kernel/sparse_hotplug/section_size_bytes   hex, like block_size_bytes
  *   /sys/kernel/sparse_hotplug/block_size_bytes
  *   /sys/kernel/sparse_hotplug/probe, remove        hidden RAM (ranges=)
+ *   /sys/kernel/sparse_hotplug/probed, ram_check
  *   /sys/kernel/sparse_hotplug/sections/sectionN/
  *	start_pfn nr_pages block state zone nid offline_report
  *   /sys/kernel/debug/sparse_hotplug/sections, events, restarts,
@@ -28,7 +29,8 @@
  *   the memory notifier; debugfs hold_ref.
  * - sparse_hotplug_report.c: the why-offline-fails classifier behind
  *   offline_report, and the debugfs sections table.
- * - sparse_hotplug_probe.c: hidden RAM (ranges=, probe, remove, probed).
+ * - sparse_hotplug_probe.c: hidden RAM (ranges=, probe, remove, probed,
+ *   ram_check).
  * - sparse_hotplug_events.c: the event log and the memory notifier.
  *
  * Keeping the set of directories true: values are computed on each read from
@@ -96,7 +98,10 @@
  *   across add_memory_driver_managed()/offline_and_remove_memory(), which
  *   take the device hotplug lock themselves. probe and remove are root
  *   attributes, never removed by the bus notifier, so blocking there is
- *   safe. No notifier takes sparse_hp_probe_lock.
+ *   safe. No notifier takes sparse_hp_probe_lock. Under it, probe reads
+ *   the firmware memory map's kset ("firmware_memmap" ram_check): its
+ *   list_lock (spinlock) only to take each entry with a reference, the
+ *   entries' show() after dropping it.
  * - sparse_hp_event_lock (mutex) protects the event ring. Transitions are
  *   serialized by mem_hotplug_lock, so one pending transition suffices.
  * Never hold sparse_hp_lock while calling into memory hotplug.
@@ -598,6 +603,7 @@ static struct attribute *sparse_hp_root_attrs[] = {
 	&sparse_hp_probe_attr.attr,
 	&sparse_hp_remove_attr.attr,
 	&sparse_hp_probed_attr.attr,
+	&sparse_hp_ram_check_attr.attr,
 	NULL,
 };
 
@@ -640,11 +646,13 @@ static int __init sparse_hotplug_init(void)
 	ret = sparse_hp_parse_ranges_param();
 	if (ret)
 		return ret;
+	sparse_hp_ram_check_init();
 
 	sparse_hp_memory_bus = sparse_hp_find_memory_bus();
 	if (!sparse_hp_memory_bus) {
 		pr_err("memory block devices not found in /sys/devices/system/memory\n");
-		return -ENODEV;
+		ret = -ENODEV;
+		goto out_ram_check;
 	}
 
 	ret = sparse_hp_events_alloc();
@@ -692,10 +700,10 @@ static int __init sparse_hotplug_init(void)
 				    &sparse_hp_provoke_warning_fops);
 	sparse_hp_isolate_debugfs(sparse_hp_debugfs);
 
-	pr_info("%lu sections of %lu MiB, %lu per memory block, %d hidden RAM range(s)\n",
+	pr_info("%lu sections of %lu MiB, %lu per memory block, %d hidden RAM range(s), RAM check %s\n",
 		sparse_hp_count_sections(),
 		(PAGES_PER_SECTION << PAGE_SHIFT) >> 20, sparse_hp_sections_per_block,
-		sparse_hp_nr_ranges);
+		sparse_hp_nr_ranges, sparse_hp_ram_check_name());
 	return 0;
 
 out_unregister_bus:
@@ -710,6 +718,8 @@ out_unregister_memory:
 out_free:
 	kfree_const(sparse_hp_resource_name);
 	sparse_hp_events_free();
+out_ram_check:
+	sparse_hp_ram_check_exit();
 	return ret;
 }
 
@@ -746,6 +756,7 @@ static void __exit sparse_hotplug_exit(void)
 	kobject_put(sparse_hp_sections_kobj);
 	kobject_put(sparse_hp_root_kobj);
 	sparse_hp_events_free();
+	sparse_hp_ram_check_exit();
 	/*
 	 * Else /proc/iomem still names memory we could not remove: the name
 	 * stays, and kmemleak is told it is kept on purpose (a later removal

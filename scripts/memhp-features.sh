@@ -97,14 +97,16 @@ probe2 migrate.h 'void __SetPageMovable\(struct page \*page,' \
 # alloc_contig_range_noprof()).
 probe2 gfp.h '^[[:space:]]*acr_flags_t alloc_flags, gfp_t gfp_mask\);' \
 	'^[[:space:]]*unsigned migratetype, gfp_t gfp_mask\);' MEMHP_HAVE_ACR_FLAGS
-# Exports restricted to named modules (EXPORT_SYMBOL_FOR_MODULES(), the
-# "module:NAMES" namespace): e820__mapped_raw_any(), the firmware's e820
-# table, is exported to the KVM modules only. Read from Module.symvers
-# (no OBJTREE or no Module.symvers: the unrestricted export of before).
+# e820__mapped_raw_any(), the firmware's e820 table, exported to every
+# module: a Module.symvers line with no namespace. Exports restricted to
+# named modules (EXPORT_SYMBOL_FOR_MODULES(), the "module:NAMES"
+# namespace) give it to the KVM modules only. Without it (or without
+# Module.symvers) sparse_hotplug reads the firmware map's kernel copy,
+# /sys/firmware/memmap, instead: both are right wherever they build.
 tab=$(printf '\t')
 if [ -n "$symvers" ] && [ -r "$symvers" ] &&
-   grep -q "${tab}e820__mapped_raw_any${tab}vmlinux${tab}EXPORT_SYMBOL_GPL${tab}module:" "$symvers"; then
-	printf ' -D%s' MEMHP_E820_RAW_FOR_KVM_ONLY
+   grep -qE "^0x[0-9a-f]+${tab}e820__mapped_raw_any${tab}vmlinux${tab}EXPORT_SYMBOL(_GPL)?${tab}\$" "$symvers"; then
+	printf ' -D%s' MEMHP_HAVE_E820_RAW_EXPORT
 fi
 # 6.10 removed MIGRATE_SYNC_NO_COPY.
 probe2 migrate_mode.h '^[[:space:]]*MIGRATE_SYNC_NO_COPY,' '^[[:space:]]*MIGRATE_SYNC,' \
