@@ -136,11 +136,14 @@ static bool sparse_hp_in_ranges(u64 start, u64 end)
  *   e820__mapped_raw_any(), where it is exported to every module
  *   (MEMHP_HAVE_E820_RAW_EXPORT);
  * - "firmware_memmap": elsewhere (it may be exported to the KVM modules
- *   only), the kernel's copy of that table which /sys/firmware/memmap
- *   shows (drivers/firmware/memmap.c, CONFIG_FIRMWARE_MEMMAP), read
- *   in-kernel from that kset's entries (sparse_hp_fw_memmap_ram());
- * - "none": neither (the memmap kset not found at load); probe then fails
- *   with EOPNOTSUPP.
+ *   only), the memory map the kernel keeps for kexec and shows in
+ *   /sys/firmware/memmap (drivers/firmware/memmap.c,
+ *   CONFIG_FIRMWARE_MEMMAP; on x86 made from e820_table_kexec: the
+ *   firmware's table less what the kernel reserved at boot, untrimmed by
+ *   mem=), its System RAM entries read in-kernel at load
+ *   (sparse_hp_fw_memmap_snapshot(), sparse_hp_fw_ram);
+ * - "none": neither (the memmap kset not found, or unreadable, at load);
+ *   probe then fails with EOPNOTSUPP.
  *
  * Chosen at load; read-only afterwards, so read without a lock.
  */
@@ -158,8 +161,26 @@ static const char * const sparse_hp_ram_check_names[] = {
 
 static enum sparse_hp_ram_check sparse_hp_ram_check;
 
-/* /sys/firmware/memmap, referenced from load to unload ("firmware_memmap"). */
-static struct kset *sparse_hp_fw_memmap;
+/* [start, end], inclusive as the firmware map keeps it. */
+struct sparse_hp_fw_range {
+	u64 start, end;
+};
+
+/*
+ * "firmware_memmap": the System RAM entries of /sys/firmware/memmap as the
+ * module found them at load, and how many. A snapshot, not the live map:
+ * removing memory edits the map (try_remove_memory() calls
+ * firmware_map_remove() for the removed range, driver-managed memory
+ * included), so after probe's own remove of a block that an entry
+ * matched exactly the live map would no longer call that hidden RAM RAM.
+ * Entries that memory devices hot-add later (firmware_map_add_hotplug())
+ * are not in it either, so a DIMM's range never passes for hidden RAM
+ * after the DIMM is gone. Written at load, read-only afterwards.
+ */
+static struct sparse_hp_fw_range *sparse_hp_fw_ram;
+static unsigned int sparse_hp_fw_nr_ram;
+
+static int sparse_hp_fw_memmap_snapshot(struct kset *kset);
 
 /*
  * Finds /sys/firmware/memmap: drivers/firmware/memmap.c makes it with
@@ -187,13 +208,24 @@ static struct kset *sparse_hp_find_fw_memmap(void)
 /* Module init: choose the RAM check. Always succeeds. */
 void sparse_hp_ram_check_init(void)
 {
+	struct kset *kset;
+	int ret;
+
+	sparse_hp_ram_check = SPARSE_HP_RAM_CHECK_NONE;
 	if (memhp_e820_raw_exported) {
 		sparse_hp_ram_check = SPARSE_HP_RAM_CHECK_E820;
 		return;
 	}
-	sparse_hp_fw_memmap = sparse_hp_find_fw_memmap();
-	sparse_hp_ram_check = sparse_hp_fw_memmap ? SPARSE_HP_RAM_CHECK_FW_MEMMAP :
-						    SPARSE_HP_RAM_CHECK_NONE;
+	kset = sparse_hp_find_fw_memmap();
+	if (!kset)
+		return;
+	ret = sparse_hp_fw_memmap_snapshot(kset);
+	kset_put(kset);
+	if (ret) {
+		pr_warn("firmware memory map unreadable (%d): probe answers EOPNOTSUPP\n", ret);
+		return;
+	}
+	sparse_hp_ram_check = SPARSE_HP_RAM_CHECK_FW_MEMMAP;
 }
 
 const char *sparse_hp_ram_check_name(void)
@@ -204,9 +236,9 @@ const char *sparse_hp_ram_check_name(void)
 /* Module exit, and init's error path. */
 void sparse_hp_ram_check_exit(void)
 {
-	if (sparse_hp_fw_memmap)
-		kset_put(sparse_hp_fw_memmap);
-	sparse_hp_fw_memmap = NULL;
+	kfree(sparse_hp_fw_ram);
+	sparse_hp_fw_ram = NULL;
+	sparse_hp_fw_nr_ram = 0;
 }
 
 /*
@@ -241,11 +273,6 @@ static int sparse_hp_fw_entry_show(struct kobject *kobj, const char *name,
 		}
 	return -EIO;
 }
-
-/* [start, end], inclusive as the firmware map keeps it. */
-struct sparse_hp_fw_range {
-	u64 start, end;
-};
 
 /*
  * Reads the firmware map entry @kobj, using @buf (a page): 1 if it is
@@ -292,19 +319,17 @@ static bool sparse_hp_fw_covered(const struct sparse_hp_fw_range *r,
 #define SPARSE_HP_FW_TRIES	4
 
 /*
- * Is [start, end) System RAM in the firmware memory map the kernel keeps
- * (/sys/firmware/memmap)? The entries change only by memory hot-add and
- * removal of "System RAM" (add_memory(), e.g. an ACPI DIMM; not probe's
- * driver-managed memory). The kset's list_lock (a spinlock) guards its
+ * Takes the System RAM entries of the firmware memory map the kernel keeps
+ * (/sys/firmware/memmap, the kset @kset) into sparse_hp_fw_ram, at load.
+ * Entries come and go with memory hot-add and removal. The kset's list_lock (a spinlock) guards its
  * list: under it each entry is taken with a reference, so that it
  * outlives a concurrent removal, and it is read and put after the lock is
  * dropped (show() is another file's code, free to sleep).
- * 1: RAM; 0: not RAM; -ENOMEM; -EIO: an entry could not be read;
- * -EAGAIN: the map kept growing while it was taken.
+ * 0, or -ENOMEM; -EIO: an entry could not be read; -EAGAIN: the map
+ * kept growing while it was taken.
  */
-static int sparse_hp_fw_memmap_ram(u64 start, u64 end)
+static int sparse_hp_fw_memmap_snapshot(struct kset *kset)
 {
-	struct kset *kset = sparse_hp_fw_memmap;
 	struct sparse_hp_fw_range *ram = NULL;
 	struct kobject **objs = NULL, *k;
 	unsigned int n, cap, i, nr_ram = 0, tries;
@@ -360,7 +385,10 @@ static int sparse_hp_fw_memmap_ram(u64 start, u64 end)
 		}
 		nr_ram += ret;
 	}
-	ret = sparse_hp_fw_covered(ram, nr_ram, start, end);
+	sparse_hp_fw_ram = ram;
+	sparse_hp_fw_nr_ram = nr_ram;
+	ram = NULL;
+	ret = 0;
 out:
 	for (i = 0; i < n; i++)
 		kobject_put(objs[i]);
@@ -392,8 +420,7 @@ static int sparse_hp_e820_ram(u64 start, u64 end)
 
 /*
  * Is [start, end) System RAM in the firmware's memory map, by the
- * ram_check chosen at load? 1: RAM; 0: not RAM; -EOPNOTSUPP: "none"; or
- * sparse_hp_fw_memmap_ram()'s errors.
+ * ram_check chosen at load? 1: RAM; 0: not RAM; -EOPNOTSUPP: "none".
  */
 static int sparse_hp_firmware_ram(u64 start, u64 end)
 {
@@ -401,7 +428,7 @@ static int sparse_hp_firmware_ram(u64 start, u64 end)
 	case SPARSE_HP_RAM_CHECK_E820:
 		return sparse_hp_e820_ram(start, end);
 	case SPARSE_HP_RAM_CHECK_FW_MEMMAP:
-		return sparse_hp_fw_memmap_ram(start, end);
+		return sparse_hp_fw_covered(sparse_hp_fw_ram, sparse_hp_fw_nr_ram, start, end);
 	default:
 		return -EOPNOTSUPP;
 	}
@@ -422,9 +449,7 @@ static struct sparse_hp_added *sparse_hp_find_added(u64 phys)
  * -EINVAL: not block aligned, or no block can start there (the end would
  * wrap past 2^64); -ERANGE: not in ranges=; -EEXIST: added or present
  * already; -ENXIO: not firmware RAM; -EOPNOTSUPP: ram_check is "none";
- * -EIO, -EAGAIN: the firmware memory map could not be read, or kept
- * growing while read (sparse_hp_fw_memmap_ram()); -ENOMEM, or what
- * add_memory_driver_managed() says.
+ * -ENOMEM, or what add_memory_driver_managed() says.
  */
 static int sparse_hp_probe(u64 phys)
 {

@@ -98,10 +98,10 @@
  *   across add_memory_driver_managed()/offline_and_remove_memory(), which
  *   take the device hotplug lock themselves. probe and remove are root
  *   attributes, never removed by the bus notifier, so blocking there is
- *   safe. No notifier takes sparse_hp_probe_lock. Under it, probe reads
- *   the firmware memory map's kset ("firmware_memmap" ram_check): its
- *   list_lock (spinlock) only to take each entry with a reference, the
- *   entries' show() after dropping it.
+ *   safe. No notifier takes sparse_hp_probe_lock. The firmware memory
+ *   map ("firmware_memmap" ram_check) is read once, at load, before the
+ *   attributes exist: its kset's list_lock (spinlock) only to take each
+ *   entry with a reference, the entries' show() after dropping it.
  * - sparse_hp_event_lock (mutex) protects the event ring. Transitions are
  *   serialized by mem_hotplug_lock, so one pending transition suffices.
  * Never hold sparse_hp_lock while calling into memory hotplug.
