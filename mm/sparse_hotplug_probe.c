@@ -167,15 +167,19 @@ struct sparse_hp_fw_range {
 };
 
 /*
- * "firmware_memmap": the System RAM entries of /sys/firmware/memmap as the
- * module found them at load, and how many. A snapshot, not the live map:
- * removing memory edits the map (try_remove_memory() calls
- * firmware_map_remove() for the removed range, driver-managed memory
- * included), so after probe's own remove of a block that an entry
- * matched exactly the live map would no longer call that hidden RAM RAM.
- * Entries that memory devices hot-add later (firmware_map_add_hotplug())
- * are not in it either, so a DIMM's range never passes for hidden RAM
- * after the DIMM is gone. Written at load, read-only afterwards.
+ * "firmware_memmap": the hidden RAM of /sys/firmware/memmap as the module
+ * found it at load, and how many ranges: the memory blocks of its System
+ * RAM entries that no System RAM resource held then
+ * (sparse_hp_fw_hidden()). A snapshot, not the live map: removing memory
+ * edits the map (try_remove_memory() calls firmware_map_remove() for the
+ * removed range, driver-managed memory included), so after probe's own
+ * remove of a block that an entry matched exactly the live map would no
+ * longer call that hidden RAM RAM. A memory device's range is never in
+ * it: one present at load held its range (a System RAM resource), one
+ * plugged later added its entry after the snapshot. The map itself keeps
+ * such a removal until reboot: a later load of the module, like kexec,
+ * no longer sees a block whose entry probe's remove deleted. Written at
+ * load, read-only afterwards.
  */
 static struct sparse_hp_fw_range *sparse_hp_fw_ram;
 static unsigned int sparse_hp_fw_nr_ram;
@@ -244,10 +248,9 @@ void sparse_hp_ram_check_exit(void)
 /*
  * Shows attribute @name of the firmware map entry @kobj into @buf, a page,
  * NUL-terminated. Its kobj_type's sysfs_ops->show is what a read of
- * /sys/firmware/memmap/N/@name calls; called directly, it takes no kernfs
- * open-file mutex (our probe store holds one: a read through the VFS from
- * here would take a second, which lockdep reports as possible recursive
- * locking). The caller holds a reference on @kobj. -EIO: no such
+ * /sys/firmware/memmap/N/@name calls; called directly, at load, it needs
+ * no file of ours open and no path lookup. It reads only the entry, which
+ * the caller's reference on @kobj keeps alive. -EIO: no such
  * attribute, or an empty or overlong value.
  */
 static int sparse_hp_fw_entry_show(struct kobject *kobj, const char *name,
@@ -315,6 +318,47 @@ static bool sparse_hp_fw_covered(const struct sparse_hp_fw_range *r,
 	return true;
 }
 
+/*
+ * The memory blocks of the @nr inclusive ranges @r that no System RAM
+ * resource intersects now (boot RAM, a memory device's, a block that an
+ * earlier load of this module left online all do), merged where adjacent,
+ * into @out, at most @cap of them (a NULL @out only counts). Returns the
+ * number of ranges found. A memory hot-add between a count and a fill can
+ * only split or shrink what is hidden: past @cap ranges are dropped, so
+ * the snapshot may miss hidden RAM (probe: ENXIO), never claim more.
+ */
+static unsigned int sparse_hp_fw_hidden(const struct sparse_hp_fw_range *r,
+					unsigned int nr,
+					struct sparse_hp_fw_range *out,
+					unsigned int cap)
+{
+	u64 bs = memory_block_size_bytes();
+	unsigned int i, n = 0;
+	u64 b, next = 0;
+
+	for (i = 0; i < nr; i++) {
+		if (r[i].start > U64_MAX - (bs - 1))
+			continue;
+		for (b = ALIGN(r[i].start, bs); b <= r[i].end && r[i].end - b >= bs - 1;
+		     b += bs) {
+			if (region_intersects(b, bs, IORESOURCE_SYSTEM_RAM,
+					      IORES_DESC_NONE) == REGION_DISJOINT) {
+				if (!n || b != next) {
+					if (out && n < cap)
+						out[n].start = b;
+					n++;
+				}
+				if (out && n <= cap)
+					out[n - 1].end = b + bs - 1;
+				next = b + bs;
+			}
+			if (b > U64_MAX - bs)
+				break;
+		}
+	}
+	return n;
+}
+
 /* Retries when a hot-add outgrew the snapshot between count and take. */
 #define SPARSE_HP_FW_TRIES	4
 
@@ -330,7 +374,8 @@ static bool sparse_hp_fw_covered(const struct sparse_hp_fw_range *r,
  */
 static int sparse_hp_fw_memmap_snapshot(struct kset *kset)
 {
-	struct sparse_hp_fw_range *ram = NULL;
+	struct sparse_hp_fw_range *ram = NULL, *hidden;
+	unsigned int nr_hidden;
 	struct kobject **objs = NULL, *k;
 	unsigned int n, cap, i, nr_ram = 0, tries;
 	bool full;
@@ -385,9 +430,14 @@ static int sparse_hp_fw_memmap_snapshot(struct kset *kset)
 		}
 		nr_ram += ret;
 	}
-	sparse_hp_fw_ram = ram;
-	sparse_hp_fw_nr_ram = nr_ram;
-	ram = NULL;
+	ret = -ENOMEM;
+	nr_hidden = sparse_hp_fw_hidden(ram, nr_ram, NULL, 0);
+	hidden = kcalloc(nr_hidden ? nr_hidden : 1, sizeof(*hidden), GFP_KERNEL);
+	if (!hidden)
+		goto out;
+	nr_hidden = min(nr_hidden, sparse_hp_fw_hidden(ram, nr_ram, hidden, nr_hidden));
+	sparse_hp_fw_ram = hidden;
+	sparse_hp_fw_nr_ram = nr_hidden;
 	ret = 0;
 out:
 	for (i = 0; i < n; i++)
