@@ -17,16 +17,8 @@
 #   isolate / release        a section, via sparse_hotplug
 #   migrate                  migrate_test: 4 MiB forced migration, verified
 #   buddy                    buddy_split: a 10000-step workload, CHECK
-# The first operations are every kind once (offline, online, isolate and
-# release count as kinds of their own), in a seeded random order in which
-# a kind that needs another's result (dimm-remove, remove, online,
-# release) comes after it and is tried again, after it, if it found
-# nothing to work on; then weighted random draws. Every kind must have
-# run. An operation that fails for a legitimate reason (EBUSY offlining a
-# block in use, no free slot, ...) is counted by cause, not a test
-# failure; a kind that ran and never succeeded for any other cause is a
-# failure, or a SKIP where the kernel refuses the kind itself
-# (EOPNOTSUPP: probe on 7.3, Documentation/kernel-compat.rst). At
+# An operation that fails for a legitimate reason (EBUSY offlining a block
+# in use, no free slot, ...) is counted by cause, not a test failure. At
 # the end (everything isolated released, every block onlined) MemTotal must
 # equal boot memory plus the hot-added memory online, no byte of the
 # workloads may have changed, and after removing everything MemTotal must
@@ -39,10 +31,9 @@
 
 . "$(dirname "$0")/lib.sh"
 
-# 50 in make check: the 11 kinds once each, then 39 weighted draws (a
-# kind of weight 1/14 about 2.8 times); the seed changes per run, so the
-# orders and states covered accumulate, and the long forms (make soak,
-# make check-long) run 1000.
+# 50 in make check: each of the 14 weighted kinds is drawn about 3.6 times
+# on average; the seed changes per run, so coverage accumulates, and the
+# long forms (make soak, make check-long) run 1000.
 OPS=${SOAK_OPS:-50}
 # A new seed each run (a fresh guest's PIDs repeat), printed to replay it.
 SEED=${SOAK_SEED:-$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')}
@@ -60,7 +51,7 @@ VMDEV=
 
 memhp_require_guest
 ktap_print_header
-ktap_set_plan 8
+ktap_set_plan 6
 
 cleanup()
 {
@@ -72,10 +63,6 @@ cleanup()
 }
 trap cleanup EXIT
 
-# The kinds of operation, each run at least once (op_<kind> below).
-KINDS=(dimm_add dimm_remove vmem_resize probe remove offline online isolate release migrate buddy)
-[ "$OPS" -ge ${#KINDS[@]} ] 2>/dev/null ||
-	ktap_exit_fail_msg "SOAK_OPS=$OPS: at least ${#KINDS[@]}, one operation of each kind"
 grep -q "mem=2G" /proc/cmdline || ktap_exit_fail_msg "guest not booted with mem=2G (memhp-vm --mem 3G --append mem=2G)"
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 # Hot-added memory arrives online movable: the shim leaves onlining to this
@@ -115,46 +102,18 @@ LOADGEN_PAUSE_MS=200 "$(memhp_bin memhp_loadgen)" migrate 4 "$TMP/mig.ready" > "
 MIGHOLD=$!
 wait_for 60 test -e "$TMP/mig.ready" || ktap_exit_fail_msg "memhp_loadgen did not start"
 
-# nops: operations run per kind, nok: those that succeeded; fails: by
-# kind and cause.
-declare -A nops nok fails unmets
+declare -A nops fails
 RANDOM=$SEED
 
 rnd() { echo $((RANDOM % $1)); }
 pick() { local a=("$@"); [ ${#a[@]} -gt 0 ] && echo "${a[RANDOM % ${#a[@]}]}"; }
 
-# fail OP CAUSE: count one failure of OP by cause; returns 1, an op_'s
-# status for "ran and failed".
+# fail OP CAUSE: count one failure of OP by cause.
 fail()
 {
 	local k="$1: $2"
 
 	fails[$k]=$((${fails[$k]:-0} + 1))
-	return 1
-}
-
-# unmet OP CAUSE: OP found nothing to work on (no DIMM to remove, ...):
-# counted by cause too, but the operation did not run; returns 2.
-unmet()
-{
-	fail "$@"
-	unmets[$1: $2]=1
-	return 2
-}
-
-# run_kind KIND [ARG]: op_KIND, counted by its status: 0 ran and
-# succeeded, 1 ran and failed (fail() named the cause), 2 did not run.
-run_kind()
-{
-	local k=$1 rc
-
-	shift
-	"op_$k" "$@"
-	rc=$?
-	[ "$rc" = 2 ] && return 2
-	nops[$k]=$((${nops[$k]:-0} + 1))
-	[ "$rc" = 0 ] && nok[$k]=$((${nok[$k]:-0} + 1))
-	return "$rc"
 }
 
 # write FILE VALUE: "" on success, else the error text. A write still
@@ -199,12 +158,12 @@ declare -A DIMM	# slot -> "blocks"
 
 op_dimm_add()
 {
-	local i b blocks rc=0
+	local i b blocks
 
 	for i in $(seq 0 $((SLOTS - 1))); do
 		[ -z "${DIMM[$i]}" ] && break
 	done
-	[ -z "${DIMM[$i]}" ] || { unmet dimm-add "no free slot"; return; }
+	[ -z "${DIMM[$i]}" ] || { fail dimm-add "no free slot"; return; }
 	memhp-qmp object-add qom-type=memory-backend-ram id=skm$i size=$DIMM_SIZE >/dev/null 2>&1 ||
 		{ fail dimm-add "object-add"; return; }
 	if ! memhp-qmp device_add driver=pc-dimm id=sk$i memdev=skm$i >/dev/null 2>&1; then
@@ -214,12 +173,11 @@ op_dimm_add()
 	fi
 	blocks=$(dimm_blocks $i)
 	for b in $blocks; do
-		wait_for 30 test -e "$MEMORY_SYSFS/memory$b/state" || { rc=1; fail dimm-add "block $b missing"; continue; }
+		wait_for 30 test -e "$MEMORY_SYSFS/memory$b/state" || { fail dimm-add "block $b missing"; continue; }
 		[ "$(block_state "$b")" = offline ] &&
-			! wr "$MEMORY_SYSFS/memory$b/state" online_movable >/dev/null && { rc=1; fail dimm-add "online"; }
+			! wr "$MEMORY_SYSFS/memory$b/state" online_movable >/dev/null && fail dimm-add "online"
 	done
 	DIMM[$i]=$blocks
-	return $rc
 }
 
 op_dimm_remove()
@@ -229,7 +187,7 @@ op_dimm_remove()
 	for i in "${!DIMM[@]}"; do
 		[ -n "${DIMM[$i]}" ] && slots+=("$i")
 	done
-	i=$(pick "${slots[@]}") || { unmet dimm-remove "no DIMM"; return; }
+	i=$(pick "${slots[@]}") || { fail dimm-remove "no DIMM"; return; }
 	# Release isolated sections of it, offline its blocks.
 	for b in ${DIMM[$i]}; do
 		for s in $(seq $((b * SPB)) $((b * SPB + SPB - 1))); do
@@ -243,7 +201,7 @@ op_dimm_remove()
 					[ "$(block_state "$b")" = offline ] &&
 						wr "$MEMORY_SYSFS/memory$b/state" online_movable >/dev/null
 				done
-				return 1
+				return
 			fi
 		fi
 	done
@@ -253,8 +211,8 @@ op_dimm_remove()
 		fail dimm-remove "DEVICE_DELETED timeout"
 		return
 	fi
-	DIMM[$i]=
 	memhp-qmp object-del id=skm$i >/dev/null 2>&1 || fail dimm-remove "object-del"
+	DIMM[$i]=
 }
 
 # A new request while the shim still follows the last one is part of the
@@ -263,7 +221,7 @@ op_vmem_resize()
 {
 	local size
 
-	[ -n "$VMDEV" ] || { unmet vmem-resize "no virtio-mem device"; return; }
+	[ -n "$VMDEV" ] || { fail vmem-resize "no device"; return; }
 	size=$(( $(rnd 9) * (128 << 20) ))
 	memhp-qmp qom-set path=vm0 property=requested-size value=$size >/dev/null 2>&1 ||
 		fail vmem-resize "qom-set"
@@ -278,9 +236,9 @@ op_probe()
 	for a in $(seq $HIDDEN "$BS" $((HIDDEN_END - 1))); do
 		probed | grep -qx "$(printf %#x "$a")" || addrs+=("$a")
 	done
-	a=$(pick "${addrs[@]}") || { unmet probe "all probed"; return; }
+	a=$(pick "${addrs[@]}") || { fail probe "all probed"; return; }
 	err=$(wr $SHP/probe "$a") || { fail probe "$err"; return; }
-	[ "$(block_state $((a / BS)))" = offline ] || return 0
+	[ "$(block_state $((a / BS)))" = offline ] || return
 	err=$(wr "$SHP/sections/section$((a / BS * SPB))/state" online_movable) ||
 		fail probe "online: $err"
 }
@@ -289,7 +247,7 @@ op_remove()
 {
 	local a err
 
-	a=$(pick $(probed)) || { unmet remove "nothing probed"; return; }
+	a=$(pick $(probed)) || { fail remove "nothing probed"; return; }
 	for s in $(seq $((a / BS * SPB)) $((a / BS * SPB + SPB - 1))); do
 		[ "$(cat "$SHP/sections/section$s/state" 2>/dev/null)" = isolated ] &&
 			wr "$SHP/sections/section$s/state" release >/dev/null
@@ -311,131 +269,61 @@ own_blocks()
 	echo "$BOOT_BLOCKS" | tr ' ' '\n' | grep . | tail -n 4
 }
 
-# own_blocks_in STATE: those of own_blocks in that state.
-own_blocks_in()
-{
-	local b
-
-	for b in $(own_blocks); do
-		[ "$(block_state "$b")" = "$1" ] && echo "$b"
-	done
-}
-
-# op_offline [BLOCK], op_online [BLOCK]: through sparse_hotplug; without a
-# block, one of ours that is online (offline).
-op_offline()
-{
-	local b=$1 s err
-
-	[ -n "$b" ] || b=$(pick $(own_blocks_in online)) || { unmet offline "no online block"; return; }
-	s=$((b * SPB))
-	[ -e "$SHP/sections/section$s" ] || { unmet offline "block gone"; return; }
-	err=$(wr "$SHP/sections/section$s/state" offline) || fail offline "$err"
-}
-
-op_online()
-{
-	local b=$1 s err
-
-	[ -n "$b" ] || b=$(pick $(own_blocks_in offline)) || { unmet online "no offline block"; return; }
-	s=$((b * SPB))
-	[ -e "$SHP/sections/section$s" ] || { unmet online "block gone"; return; }
-	err=$(wr "$SHP/sections/section$s/state" online_movable) ||
-		err=$(wr "$SHP/sections/section$s/state" online) || fail online "$err"
-}
-
-# The weighted draw: one of our blocks, offlined if online, else onlined.
 op_offline_online()
 {
-	local b
+	local b err s
 
-	b=$(pick $(own_blocks)) || { unmet offline "no block"; return; }
+	b=$(pick $(own_blocks)) || { fail offline "no block"; return; }
+	s=$((b * SPB))
+	[ -e "$SHP/sections/section$s" ] || { fail offline "block gone"; return; }
 	if [ "$(block_state "$b")" = offline ]; then
-		run_kind online "$b"
+		nops[online]=$((${nops[online]:-0} + 1))
+		err=$(wr "$SHP/sections/section$s/state" online_movable) ||
+			err=$(wr "$SHP/sections/section$s/state" online) || fail online "$err"
 	else
-		run_kind offline "$b"
+		nops[offline]=$((${nops[offline]:-0} + 1))
+		err=$(wr "$SHP/sections/section$s/state" offline) || fail offline "$err"
 	fi
 }
 
-# own_sections_in STATE: the sections of own_blocks in that state.
-own_sections_in()
+op_isolate_release()
 {
-	local b s
+	local isolated=() online=() b s err
 
 	for b in $(own_blocks); do
 		for s in $(seq $((b * SPB)) $((b * SPB + SPB - 1))); do
-			[ "$(cat "$SHP/sections/section$s/state" 2>/dev/null)" = "$1" ] && echo "$s"
+			case "$(cat "$SHP/sections/section$s/state" 2>/dev/null)" in
+			isolated) isolated+=("$s") ;;
+			online) online+=("$s") ;;
+			esac
 		done
 	done
-}
-
-op_isolate()
-{
-	local s=$1 err
-
-	[ -n "$s" ] || s=$(pick $(own_sections_in online)) || { unmet isolate "no online section"; return; }
-	err=$(wr "$SHP/sections/section$s/state" isolate) || fail isolate "$err"
-}
-
-op_release()
-{
-	local s=$1 err
-
-	[ -n "$s" ] || s=$(pick $(own_sections_in isolated)) || { unmet release "no isolated section"; return; }
-	err=$(wr "$SHP/sections/section$s/state" release) || fail release "$err"
-}
-
-# The weighted draw: release an isolated section (half the time, if any),
-# else isolate an online one.
-op_isolate_release()
-{
-	local isolated
-
-	isolated=$(own_sections_in isolated)
-	if [ -n "$isolated" ] && [ "$(rnd 2)" = 0 ]; then
-		run_kind release "$(pick $isolated)"
+	if [ ${#isolated[@]} -gt 0 ] && [ "$(rnd 2)" = 0 ]; then
+		nops[release]=$((${nops[release]:-0} + 1))
+		s=$(pick "${isolated[@]}")
+		err=$(wr "$SHP/sections/section$s/state" release) || fail release "$err"
 	else
-		run_kind isolate
+		nops[isolate]=$((${nops[isolate]:-0} + 1))
+		s=$(pick "${online[@]}") || { fail isolate "no online section"; return; }
+		err=$(wr "$SHP/sections/section$s/state" isolate) || fail isolate "$err"
 	fi
 }
 
 op_migrate()
 {
-	"$(memhp_bin memhp_loadgen)" once-migrate 4 > "$TMP/once.out" && return 0
-	LOST=1
-	fail migrate "$(tail -n1 "$TMP/once.out")"
+	"$(memhp_bin memhp_loadgen)" once-migrate 4 > "$TMP/once.out" ||
+		{ fail migrate "$(tail -n1 "$TMP/once.out")"; LOST=1; }
 }
 
 op_buddy()
 {
-	"$(memhp_bin memhp_loadgen)" once-buddy > "$TMP/once.out" && return 0
-	LOST=1
-	fail buddy "$(tail -n1 "$TMP/once.out")"
+	"$(memhp_bin memhp_loadgen)" once-buddy > "$TMP/once.out" ||
+		{ fail buddy "$(tail -n1 "$TMP/once.out")"; LOST=1; }
 }
 
 # Weighted operation table.
 OPTABLE=(dimm_add dimm_remove vmem_resize probe remove offline_online offline_online
 	 offline_online isolate_release isolate_release migrate migrate buddy buddy)
-# A kind that needs another's result: the other comes first.
-declare -A NEEDS=([dimm_remove]=dimm_add [remove]=probe [online]=offline [release]=isolate)
-RETRIES=3
-
-# The first operations: KINDS in a seeded random order (Fisher-Yates),
-# each of NEEDS after the kind it needs.
-QUEUE=("${KINDS[@]}")
-for ((i = ${#QUEUE[@]} - 1; i > 0; i--)); do
-	j=$((RANDOM % (i + 1)))
-	t=${QUEUE[i]}; QUEUE[i]=${QUEUE[j]}; QUEUE[j]=$t
-done
-for k in "${!NEEDS[@]}"; do
-	for ((i = 0; i < ${#QUEUE[@]}; i++)); do
-		[ "${QUEUE[i]}" = "$k" ] && ic=$i
-		[ "${QUEUE[i]}" = "${NEEDS[$k]}" ] && ip=$i
-	done
-	[ "$ic" -lt "$ip" ] && QUEUE[ic]=${NEEDS[$k]} && QUEUE[ip]=$k
-done
-ktap_print_msg "first operations: ${QUEUE[*]}"
-declare -A tries
 LOST=0
 # Offlining and isolating memory under a running workload legitimately
 # dumps pages the core cannot move ("isolation failed", "unmovable page",
@@ -444,23 +332,12 @@ LOST=0
 echo 'memhp-expect: begin page dumped because:' > /dev/kmsg
 t0=$(date +%s%N)
 for i in $(seq "$OPS"); do
-	if [ ${#QUEUE[@]} -gt 0 ]; then
-		# A kind that found nothing to work on (its first operation
-		# of the kind it needs failed) runs again after that one.
-		op=${QUEUE[0]}
-		QUEUE=("${QUEUE[@]:1}")
-		run_kind "$op"
-		if [ $? = 2 ] && [ -n "${NEEDS[$op]}" ] && [ "${tries[$op]:-0}" -lt $RETRIES ]; then
-			tries[$op]=$((${tries[$op]:-0} + 1))
-			QUEUE=("${NEEDS[$op]}" "$op" "${QUEUE[@]}")
-		fi
-	else
-		op=$(pick "${OPTABLE[@]}")
-		case "$op" in
-		offline_online|isolate_release) "op_$op" ;;
-		*) run_kind "$op" ;;
-		esac
-	fi
+	op=$(pick "${OPTABLE[@]}")
+	case "$op" in
+	offline_online|isolate_release) ;;
+	*) nops[$op]=$((${nops[$op]:-0} + 1)) ;;
+	esac
+	"op_$op"
 	[ $((i % 50)) = 0 ] && ktap_print_msg "$i operations, $((($(date +%s%N) - t0) / 1000000000)) s"
 done
 ms=$((($(date +%s%N) - t0) / 1000000))
@@ -496,8 +373,8 @@ got=$(meminfo_kb MemTotal)
 secs=$(awk -v ms="$ms" 'BEGIN { printf "%.1f", ms / 1000 }')
 ktap_print_msg "$OPS operations in $secs s:" \
 	"$(awk -v n="$OPS" -v ms="$ms" 'BEGIN { printf "%.2f", n * 1000 / (ms ? ms : 1) }') ops/s"
-for k in "${KINDS[@]}"; do
-	ktap_print_msg "  $k: ${nops[$k]:-0} ran, ${nok[$k]:-0} succeeded"
+for k in $(echo "${!nops[@]}" | tr ' ' '\n' | sort); do
+	ktap_print_msg "  $k: ${nops[$k]}"
 done
 nfail=0
 for k in "${!fails[@]}"; do
@@ -505,56 +382,11 @@ for k in "${!fails[@]}"; do
 done
 ktap_print_msg "failed operations by cause ($nfail):"
 for k in "${!fails[@]}"; do
-	echo "#   ${fails[$k]} x $k${unmets[$k]:+ (nothing to work on: did not run)}"
+	echo "#   ${fails[$k]} x $k"
 done | sort -t: -k1,1
 ktap_print_msg "end state: $added_blocks hot-added blocks online, $offline_boot boot blocks offline, virtio-mem $((vm_plugged >> 20)) MiB"
 ktap_print_msg "MemTotal $got kB, expected $want kB (boot $BOOT_KB kB)"
 ktap_test_result "$OPS random hotplug operations ran" [ "${#nops[@]}" -gt 0 ]
-
-# causes KIND: the causes of KIND's failed runs, one a line.
-causes()
-{
-	local k
-
-	for k in "${!fails[@]}"; do
-		[ "${k%%: *}" = "${1//_/-}" ] && [ -z "${unmets[$k]}" ] && echo "${k#*: }"
-	done
-}
-# A kind the kernel refuses as such: every run failed EOPNOTSUPP. What
-# needs it cannot run either.
-unsupported=()
-why=
-for k in "${KINDS[@]}"; do
-	[ "${nops[$k]:-0}" -gt 0 ] && [ "${nok[$k]:-0}" = 0 ] &&
-		[ "$(causes "$k" | sort -u)" = "Operation not supported" ] &&
-		unsupported+=("$k") && why+="${why:+; }$k: all ${nops[$k]} runs failed with EOPNOTSUPP"
-done
-for k in "${!NEEDS[@]}"; do
-	[ "${nops[$k]:-0}" = 0 ] && [[ " ${unsupported[*]} " == *" ${NEEDS[$k]} "* ]] &&
-		unsupported+=("$k") && why+="${why:+; }$k: never ran, it needs ${NEEDS[$k]}"
-done
-missing=()
-for k in "${KINDS[@]}"; do
-	[ "${nops[$k]:-0}" -gt 0 ] || [[ " ${unsupported[*]} " == *" $k "* ]] || missing+=("$k")
-done
-[ ${#missing[@]} = 0 ] || ktap_print_msg "kinds that never ran: ${missing[*]}"
-ktap_test_result "every operation kind ran at least once" [ ${#missing[@]} = 0 ]
-# A kind that ran and never succeeded: only EBUSY (memory in use) is a
-# cause the run may meet every time.
-failing=()
-for k in "${KINDS[@]}"; do
-	[ "${nops[$k]:-0}" -gt 0 ] && [ "${nok[$k]:-0}" = 0 ] || continue
-	[[ " ${unsupported[*]} " == *" $k "* ]] && continue
-	causes "$k" | grep -qv "Device or resource busy" || continue
-	failing+=("$k")
-	ktap_print_msg "$k never succeeded: $(causes "$k" | paste -sd, | sed 's/,/, /g')"
-done
-never="every operation kind that ran succeeded at least once, or failed only with EBUSY"
-if [ ${#failing[@]} = 0 ] && [ ${#unsupported[@]} -gt 0 ]; then
-	ktap_test_skip "$never" "the kernel does not support ${unsupported[*]} ($why); every other kind succeeded, or failed only with EBUSY"
-else
-	ktap_test_result "$never" [ ${#failing[@]} = 0 ]
-fi
 ktap_test_result "MemTotal = boot memory + hot-added memory online + virtio-mem plugged" [ "$got" = "$want" ]
 
 # The workloads: not a byte lost.
