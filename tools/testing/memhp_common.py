@@ -37,14 +37,6 @@ def release_key(release):
     return [int(x) for x in re.findall(r"\d+", release)]
 
 
-def series_of(release, table=None):
-    """The table's series whose pattern the release matches, or None."""
-    for ser, pattern, _ in table or kernel_table():
-        if re.fullmatch(pattern, release):
-            return ser
-    return None
-
-
 def newest_release(ser, names, table=None):
     """The newest release of series ser among names, or None."""
     pats = [p for s, p, _ in table or kernel_table() if s == ser]
