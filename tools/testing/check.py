@@ -345,11 +345,31 @@ def vm_messages(output):
     return msgs
 
 
+# A group's guest is killed after the boot allowance (memhp-vm's
+# --boot-timeout) plus GROUP_SLACK times its tests' budgets, at most
+# GROUP_TIMEOUT_MAX seconds: a hang fails its group in minutes, not in the
+# half hour a whole default group may take. A test without a budget counts
+# NO_BUDGET seconds.
+BOOT_ALLOWANCE = 300
+GROUP_SLACK = 2
+GROUP_TIMEOUT_MAX = 1800
+NO_BUDGET = 120
+
+
+def group_timeout(args, tests):
+    """Seconds before the guest of a group running tests is killed."""
+    if args.guest_timeout:
+        return args.guest_timeout
+    budgets = sum(budget_of(t) or NO_BUDGET for t in tests)
+    return min(GROUP_TIMEOUT_MAX, BOOT_ALLOWANCE + GROUP_SLACK * budgets)
+
+
 def group_cmd(args, kernel, opts, tests, memhp_vm_opts=()):
     """The memhp-vm command of one guest group: the tests naming the
     memhp-vm options opts, booted from kernel (memhp_vm_opts go before the
     group's own: --print-cmd for the unit tests)."""
-    cmd = [MEMHP_VM, "--quiet", "--timeout", str(args.guest_timeout), "--kernel", kernel]
+    cmd = [MEMHP_VM, "--quiet", "--timeout", str(group_timeout(args, tests)),
+           "--boot-timeout", str(BOOT_ALLOWANCE), "--kernel", kernel]
     cmd += list(memhp_vm_opts)
     if args.cpu_features:
         cmd.append(f"--tcg-cpu-features={args.cpu_features}")
@@ -483,7 +503,9 @@ def main():
                                 epilog=__doc__.split("\n\n", 1)[1])
     p.add_argument("--only", default="", help="comma-separated stages (default: all)")
     p.add_argument("--tests", default="", help="comma-separated selftests for the guest stage")
-    p.add_argument("--guest-timeout", type=int, default=1800)
+    p.add_argument("--guest-timeout", type=int, default=0,
+                   help="seconds before a group's guest is killed (default: from its "
+                   "tests' budgets, group_timeout())")
     p.add_argument("--kernel", default="",
                    help="one bzImage for the guests (make check-debug); modules built with "
                    "KDIR, named by --kernel-release")

@@ -48,3 +48,14 @@ def test_junit_leaves(tmp_path):
         ("pytest: test_a.py::t_ok", "pass", ""),
         ("pytest: test_a.py::t_bad", "fail", "assert 1 == 2 more"),
         ("pytest: test_a.py::t_skip", "skip", "no qemu")]
+
+
+def test_group_timeout_follows_the_budgets():
+    import argparse
+    args = argparse.Namespace(guest_timeout=0)
+    probe = check.budget_of("sparse_hotplug_probe.sh")
+    assert check.group_timeout(args, ["sparse_hotplug_probe.sh"]) == \
+        check.BOOT_ALLOWANCE + check.GROUP_SLACK * probe
+    assert check.group_timeout(args, check.guest_groups(None)[""]) == check.GROUP_TIMEOUT_MAX
+    args.guest_timeout = 77
+    assert check.group_timeout(args, ["sparse_hotplug_probe.sh"]) == 77

@@ -1,0 +1,52 @@
+# SPDX-License-Identifier: GPL-2.0
+"""memhp-vm's two deadlines (run_guest): the command must start within
+--boot-timeout, the whole run end within --timeout. A fake vng writes a
+console (its stderr) and never opens QMP, as a guest that stalls in boot."""
+
+import argparse
+import asyncio
+import time
+
+
+def args_for(boot_timeout, timeout):
+    return argparse.Namespace(boot_timeout=boot_timeout, timeout=timeout, quiet=True,
+                              console=False, reuse_freed_ram=True)
+
+
+def run(memhp_vm, tmp_path, script, boot_timeout=2, timeout=30):
+    sockdir = tmp_path / "sock"
+    rundir = tmp_path / "run"
+    sockdir.mkdir()
+    rundir.mkdir()
+    t0 = time.monotonic()
+    rc, timed_out, _ = asyncio.run(memhp_vm.run_guest(
+        args_for(boot_timeout, timeout), ["/bin/bash", "-c", script], str(sockdir),
+        str(rundir)))
+    return timed_out, time.monotonic() - t0, rundir
+
+
+def test_stall_before_the_command_is_a_boot_timeout(memhp_vm, tmp_path):
+    timed_out, took, rundir = run(
+        memhp_vm, tmp_path, "echo '[    1.0] virtme-ng-init: udev is done' >&2; sleep 60")
+    assert timed_out == "boot"
+    assert took < 20
+    assert memhp_vm.console_tail(str(rundir), 3) == ["virtme-ng-init: udev is done"]
+
+
+def test_started_command_gets_the_whole_timeout(memhp_vm, tmp_path):
+    # The marker split over two writes still counts; the command then runs
+    # past the boot deadline and ends by itself.
+    timed_out, took, _ = run(
+        memhp_vm, tmp_path,
+        "printf 'virtme-ng-init: start' >&2; sleep 0.3; printf 'ing script\\n' >&2; sleep 4",
+        boot_timeout=2, timeout=30)
+    assert timed_out is False
+    assert took >= 4
+
+
+def test_command_past_its_timeout(memhp_vm, tmp_path):
+    timed_out, took, _ = run(
+        memhp_vm, tmp_path, "echo 'virtme-ng-init: starting script' >&2; sleep 60",
+        boot_timeout=30, timeout=3)
+    assert timed_out == "command"
+    assert took < 25
