@@ -32,6 +32,20 @@ KVERS	?= $(KVERS_FOUND)
 # The default kernel: the table's first.
 KVER_DEFAULT := $(call newest-release,$(firstword $(KERNEL_PATTERNS)))
 
+# Your kernel: KERNEL=<tree>[,<tree or series>...] names the kernels
+# `make check`, `make run` and `make vm-shell` use instead of the table's:
+# a tree you built (in-tree or the O= directory; its modules are built
+# with KDIR=<tree>, its bzImage boots with its own modules), or a series
+# or release of tools/kernels.tsv. `make kconfig` prints the options the
+# suite needs (Documentation/testing.rst, "Your kernel").
+comma := ,
+KERNEL_TREES := $(foreach k,$(subst $(comma), ,$(KERNEL)),$(if $(findstring /,$(k)),$(k)))
+ifneq ($(KERNEL),)
+override CHECK_ARGS += --kernels $(KERNEL)
+override RUN_ARGS += --kernels $(KERNEL)
+override VM_ARGS += --kernel $(firstword $(subst $(comma), ,$(KERNEL)))
+endif
+
 # One kernel per build: KVER=<release> builds against its headers,
 # KDIR=<tree> against any configured tree (KVER is then its release,
 # UTS_RELEASE: Debian's kernel.release says 6.1.192 for 6.1.0-56-amd64);
@@ -116,7 +130,8 @@ modules: setup-check mod-tree
 # The kernel's own uapi headers the guest tests read (virtio_mem.h's
 # feature bits), beside the modules in build/modules/KVER/uapi/: a guest
 # sees the repository, and not a build root's headers.
-KSOURCE = $(firstword $(wildcard /lib/modules/$(KVER)/source $(BUILD_ROOT)/usr/lib/modules/$(KVER)/source))
+KSOURCE = $(firstword $(wildcard /lib/modules/$(KVER)/source $(BUILD_ROOT)/usr/lib/modules/$(KVER)/source \
+	    $(KDIR)/source $(if $(wildcard $(KDIR)/include/uapi/linux),$(KDIR))))
 copy-uapi = [ -z "$(KSOURCE)" ] || [ ! -r $(KSOURCE)/include/uapi/linux/$(1) ] || \
 	install -D -m 644 $(KSOURCE)/include/uapi/linux/$(1) $(MODOUT)/uapi/linux/$(1)
 
@@ -249,7 +264,7 @@ run: setup-check $(if $(filter 0,$(COUNT)),,count)
 # Hotplug churn soak (tools/testing/selftests/memhp/soak.sh, 50 operations
 # of it run in `make check`): SOAK_OPS random operations, SOAK_SEED repeats.
 SOAK_OPS ?= 1000
-.PHONY: soak check-debug
+.PHONY: soak check-debug kconfig tree-modules
 soak: setup-check modules selftests
 	@$(TOP)/tools/testing/vm/memhp-vm --timeout $(or $(SOAK_TIMEOUT),7200) \
 		--mem 3G --append mem=2G -- \
@@ -264,8 +279,18 @@ check-debug: setup-check
 	@$(TOP)/tools/testing/debug/check-debug.sh $(CHECK_DEBUG_ARGS)
 
 # An interactive-free guest shell command: make vm-shell CMD='cat /proc/meminfo'
-vm-shell: setup-check modules-all
+vm-shell: setup-check $(if $(KERNEL_TREES),tree-modules,modules-all)
 	@$(TOP)/tools/testing/vm/memhp-vm $(VM_ARGS) -- $(or $(CMD),true)
+
+# The modules for each kernel tree of KERNEL.
+tree-modules: setup-check
+	@set -e; for t in $(KERNEL_TREES); do \
+		$(MAKE) --no-print-directory KDIR=$$t KERNEL= modules; done
+
+# The kernel options the modules and selftests need, as a config fragment
+# to merge into your kernel's (tools/testing/selftests/memhp/config).
+kconfig:
+	@cat $(TOP)/tools/testing/selftests/memhp/config
 
 # KMAKE and KDIR_K as for `modules`: modules_install runs where the
 # kernel's Kbuild step runs, so for a kernel built in the build root (7.3)
@@ -298,6 +323,8 @@ help:
 	@echo '  make setup      install apt packages, extract linux-source pieces, create .venv'
 	@echo '  make check      unit tests, build, checkpatch, sparse, selftests in QEMU guests'
 	@echo '                  on each kernel; ends with a KTAP "# Totals:" line'
+	@echo '                  (KERNEL=/path/to/your/tree[,6.12]: your kernel, with others)'
+	@echo '  make kconfig    the kernel options the suite needs (a config fragment)'
 	@echo '                  (CHECK_ARGS="--help"; CHECK_ARGS="--kernels 6.12" for one kernel)'
 	@echo '  make check-long the guest tests at their long forms (SOAK_OPS=1000,'
 	@echo '                  FUZZ_RANDOM=5000: CHECK_LONG_ENV); hours on 2 cores'

@@ -216,7 +216,8 @@ def parse_junit(path):
     return leaves
 
 
-from memhp_common import kernels, select_kernels, series  # noqa: E402
+from memhp_common import (kernel_tree, kernel_var, kernels,  # noqa: E402
+                           release_of, select_kernels, series)
 
 
 def stage_static(args):
@@ -224,10 +225,16 @@ def stage_static(args):
     steps = []
     for k in args.kernels:
         # Kbuild compiles the modules' files in parallel, one job per CPU.
-        mk = ["make", "--no-print-directory", f"-j{os.cpu_count() or 1}", f"KVER={k}"]
-        steps += [(f"{k}: modules build with -Werror", mk + ["modules"]),
-                  (f"{k}: sparse C=2 clean", mk + ["sparse"]),
-                  (f"{k}: dkms.conf: DKMS builds every module", mk + ["dkms-check"])]
+        name = release_of(k)
+        mk = ["make", "--no-print-directory", f"-j{os.cpu_count() or 1}", kernel_var(k)]
+        steps += [(f"{name}: modules build with -Werror", mk + ["modules"]),
+                  (f"{name}: sparse C=2 clean", mk + ["sparse"])]
+        if kernel_tree(k):
+            # DKMS builds for installed kernels (/lib/modules/R/build).
+            leaves.append(Leaf(f"{name}: dkms.conf: DKMS builds every module", "skip",
+                               f"{k} is a kernel tree, not an installed kernel"))
+        else:
+            steps.append((f"{name}: dkms.conf: DKMS builds every module", mk + ["dkms-check"]))
     steps += [("selftests build", ["make", "--no-print-directory", "selftests"]),
               ("memhp-count plugin and memhp-mark build with -Werror",
                ["make", "--no-print-directory", "count"]),
@@ -240,6 +247,68 @@ def stage_static(args):
         log(f"time: static {name}: {STEPS[-1][2]:.1f}s")
         leaves.append(Leaf(name, "pass" if rc == 0 else "fail", "" if rc == 0 else f"exit {rc}"))
     return leaves
+
+
+# The selftests' config fragment (make kconfig): "# must" and
+# "# tests: T..." sections of CONFIG_ lines.
+KCONFIG_FRAGMENT = os.path.join(SELFTESTS, "config")
+
+
+def fragment_sections(path=KCONFIG_FRAGMENT):
+    """[(tests or None for "must", [(symbol, value)])] of the fragment."""
+    sections = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line == "# must":
+                sections.append((None, []))
+            elif line.startswith("# tests:"):
+                sections.append((line.split(":", 1)[1].split(), []))
+            elif line.startswith("CONFIG_") and sections:
+                sym, _, val = line.partition("=")
+                sections[-1][1].append((sym, val))
+    return sections
+
+
+def config_gaps(config_text, sections):
+    """(missing must-have lines, {test: [missing lines]}) of a .config
+    against the fragment; =m is met by m or y, anything else exactly."""
+    have = {}
+    for line in config_text.splitlines():
+        if line.startswith("CONFIG_"):
+            sym, _, val = line.partition("=")
+            have[sym] = val
+    must, tests = [], {}
+    for names, opts in sections:
+        missing = [f"{sym}={val}" for sym, val in opts
+                   if not (have.get(sym) == val or (val == "m" and have.get(sym) == "y"))]
+        if not missing:
+            continue
+        if names is None:
+            must += missing
+        else:
+            for t in names:
+                tests.setdefault(t, []).extend(missing)
+    return must, tests
+
+
+def check_tree_config(tree):
+    """Before a tree's guests boot: its .config against the fragment. The
+    tests a missing option makes skip or fail are listed; a missing
+    must-have option is a failed leaf (and no boot)."""
+    try:
+        with open(os.path.join(tree, ".config")) as f:
+            text = f.read()
+    except OSError as e:
+        return Leaf("kernel config has every option the suite needs", "fail",
+                    f"cannot read {tree}/.config: {e.strerror}")
+    must, tests = config_gaps(text, fragment_sections())
+    for t, missing in sorted(tests.items()):
+        log(f"config: {t} will skip or fail: {tree}/.config lacks {' '.join(missing)}")
+    if must:
+        return Leaf("kernel config has every option the suite needs", "fail",
+                    f"{tree}/.config lacks {' '.join(must)} (make kconfig prints the fragment)")
+    return Leaf("kernel config has every option the suite needs", "pass", "")
 
 
 def guest_groups(only):
@@ -390,11 +459,16 @@ def stage_guest(args, kver, kernel):
     the CPU the holder needs), so that each runs far slower than alone.
     """
     leaves = []
+    if kernel_tree(kernel):
+        leaf = check_tree_config(kernel)
+        leaves.append(leaf)
+        if leaf.status == "fail":
+            return leaves
     if not args.kernel:
         # The modules for this kernel (static built them already, unless
         # --only guest) and the selftests, before any guest boots.
-        for cmd in (["make", "-s", "--no-print-directory", f"KVER={kver}", "modules"],
-                    ["make", "-s", "--no-print-directory", "selftests"]):
+        for cmd in (["make", "-s", "--no-print-directory", kernel_var(kernel), "modules"],
+                    ["make", "-s", "--no-print-directory", kernel_var(kernel), "selftests"]):
             rc, _ = run_streamed(cmd, f"guest {kver}: ")
             if rc:
                 return [Leaf(f"build for {kver}", "fail", f"{' '.join(cmd[4:])} exit {rc}")]
@@ -555,8 +629,8 @@ def main():
                            lambda a, r=rel: stage_guest(a, r, a.kernel)))
         else:
             for k in args.kernels:
-                stages.append((f"guest {k}",
-                               lambda a, k=k: stage_guest(a, k, k)))
+                stages.append((f"guest {release_of(k)}",
+                               lambda a, k=k: stage_guest(a, release_of(k), k)))
 
     t0 = time.monotonic()
     print("KTAP version 1")

@@ -66,16 +66,42 @@ def kernels(names=None, table=None):
     return [k for k in found if k]
 
 
+def kernel_tree(path):
+    """A kernel tree the user built (in-tree, or the O= directory):
+    (release, bzImage) from its include/config/kernel.release, or None
+    when path is no such tree."""
+    try:
+        with open(os.path.join(path, "include", "config", "kernel.release")) as f:
+            release = f.read().strip()
+    except OSError:
+        return None
+    return release, os.path.join(path, "arch", "x86", "boot", "bzImage")
+
+
+def is_tree_spec(word):
+    """A --kernels entry that names a directory (has a slash) is a tree."""
+    return "/" in word
+
+
 def select_kernels(spec, available):
-    """--kernels: comma-separated releases or series, in the order given
-    (make run's ratios take the first as their base), each once; an empty
-    spec is every available kernel. Raises ValueError naming what matched
-    nothing."""
+    """--kernels: comma-separated releases, series or kernel trees (a path:
+    a directory holding a built kernel, kept as its absolute path), in the
+    order given (make run's ratios take the first as their base), each
+    once; an empty spec is every available kernel. Raises ValueError
+    naming what matched nothing."""
     want = [w for w in spec.split(",") if w.strip()]
     if not want:
         return list(available)
     out = []
     for w in (x.strip() for x in want):
+        if is_tree_spec(w):
+            tree = os.path.abspath(w)
+            if not kernel_tree(tree):
+                raise ValueError(f"--kernels {spec}: {w} is not a built kernel tree "
+                                 "(no include/config/kernel.release)")
+            if tree not in out:
+                out.append(tree)
+            continue
         hits = [k for k in available if k == w or series(k) == w or
                 k.startswith(w + ".") or k.startswith(w + "-")]
         if not hits:
@@ -84,9 +110,21 @@ def select_kernels(spec, available):
     return out
 
 
+def release_of(kernel):
+    """The release of a --kernels entry: its own, or a kernel tree's."""
+    tree = kernel_tree(kernel) if is_tree_spec(kernel) else None
+    return tree[0] if tree else kernel
+
+
+def kernel_var(kernel):
+    """The make variable that builds the modules for a --kernels entry."""
+    return f"KDIR={kernel}" if is_tree_spec(kernel) else f"KVER={kernel}"
+
+
 def series(kver):
-    """6.1.0-56-amd64 -> 6.1, 6.12.117+deb12-amd64 -> 6.12."""
-    m = re.match(r"^(\d+\.\d+)", kver)
+    """6.1.0-56-amd64 -> 6.1, 6.12.117+deb12-amd64 -> 6.12 (a tree: its
+    release's)."""
+    m = re.match(r"^(\d+\.\d+)", release_of(kver))
     return m.group(1) if m else kver
 
 

@@ -56,7 +56,7 @@ def experiments():
             yield name, path
 
 
-from memhp_common import kernels, select_kernels, series  # noqa: E402
+from memhp_common import kernel_var, kernels, release_of, select_kernels, series  # noqa: E402
 
 
 def stream(cmd, env, prefix):
@@ -104,11 +104,11 @@ def guest_cmd(path, kver, out, args, memhp_vm_opts=()):
 
 
 def run_one(name, path, kver, args):
-    out = os.path.join(RESULTS, kver, name)
+    out = os.path.join(RESULTS, release_of(kver), name)
     os.makedirs(out, exist_ok=True)
     if os.path.exists(os.path.join(out, "summary.md")):
         os.remove(os.path.join(out, "summary.md"))
-    env = dict(os.environ, MEMHP_TOP=TOP, MEMHP_OUT=out, MEMHP_KVER=kver)
+    env = dict(os.environ, MEMHP_TOP=TOP, MEMHP_OUT=out, MEMHP_KVER=release_of(kver))
     env.update(args.env)
     env["PATH"] = os.path.join(TOP, ".venv", "bin") + os.pathsep + env.get("PATH", "")
     tag = series(kver)
@@ -340,7 +340,7 @@ def compare(name, kvers):
     texts = {}
     for k in kvers:
         try:
-            with open(os.path.join(RESULTS, k, name, "summary.md")) as f:
+            with open(os.path.join(RESULTS, release_of(k), name, "summary.md")) as f:
                 texts[k] = f.read()
         except OSError:
             pass
@@ -415,7 +415,7 @@ def recorded_accels(kvers, exps):
     for k in kvers:
         for name, _ in exps:
             try:
-                with open(os.path.join(RESULTS, k, name, "accel")) as f:
+                with open(os.path.join(RESULTS, release_of(k), name, "accel")) as f:
                     a = f.read().strip().upper()
             except OSError:
                 continue
@@ -490,7 +490,7 @@ def main():
     if not args.report_only:
         for k in kvers:
             say(f"building modules for {k}")
-            if subprocess.run(["make", "-s", "--no-print-directory", f"KVER={k}", "modules"],
+            if subprocess.run(["make", "-s", "--no-print-directory", kernel_var(k), "modules"],
                               cwd=TOP).returncode:
                 sys.exit(f"make run: module build for {k} failed")
         say("building selftest helpers")
@@ -569,7 +569,7 @@ def main():
     for k in kvers:
         report.append(f"## {k}: details\n")
         for name, _ in exps:
-            summary = os.path.join(RESULTS, k, name, "summary.md")
+            summary = os.path.join(RESULTS, release_of(k), name, "summary.md")
             if (k, name) in failures:
                 report.append(f"### {name}\n\nFAILED: {failures[(k, name)]}\n")
             elif os.path.exists(summary):
