@@ -80,6 +80,13 @@ endif
 endif
 KMAKE	?= $(MAKE)
 KDIR_K	?= $(KDIR)
+# A tree built with CC=<that compiler> needs it for its modules too;
+# Debian's headers name theirs in .kernelvariables.
+ifneq ($(KCC),)
+ifeq ($(wildcard $(KDIR)/.kernelvariables),)
+KMAKE	+= CC=$(KCC)
+endif
+endif
 
 # Each kernel's modules are built in a tree of their own,
 # build/modules/<release>/, which mirrors the sources as symlinks (Kbuild
