@@ -208,7 +208,7 @@ MEMHP_VM_INJECT_HOLD_FAILURE=1 "$top/.venv/bin/python" "$top/tools/testing/check
 	--only guest --kernels "$(cd "$top" && make -s print-kver)" --tests acpi_dimm.sh \
 	> "$tmp/hold.out" 2>&1
 rc=$?
-grep -E "^  not ok|hold failed" "$tmp/hold.out" | head -n 6 | sed 's/^ */# /'
+grep -E "^  not ok|hold failed" "$tmp/hold.out" | head -n 6 | sed 's/^ */# check.py: /'
 ktap_test_result "a failed RAM hold fails the guest group, the relay's reason in its KTAP line" \
 	eval '[ $rc = 1 ] && grep -Eq "^  not ok [0-9]+ guest \[default guest\] boots, runs and keeps a clean kernel log # guest failed: .*relay: hold failed: .*is not held" "$tmp/hold.out"'
 
