@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# memhp-budget: 30
+# memhp-budget: 80
 #
 # ACPI memory hotplug end to end, driven from inside the guest over QMP:
 # a 1 GiB pc-dimm is added (device_add), its memory blocks appear and are

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # memhp-vm: --no-virtio-mem --cxl 512M
-# memhp-budget: 170
+# memhp-budget: 210
 #
 # CXL type-3 memory as the third hotplug path, end to end: a 512 MiB CXL
 # memory expander (memhp-vm --cxl 512M: pxb-cxl, cxl-rp, cxl-type3 with a

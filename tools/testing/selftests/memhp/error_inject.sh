@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# memhp-budget: 40
+# memhp-budget: 80
 #
 # Error injection. The kernel's memory-notifier-error-inject fails
 # MEM_GOING_ONLINE / MEM_GOING_OFFLINE of a 256 MiB hot-added DIMM's first

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# memhp-budget: 30
+# memhp-budget: 40
 #
 # Hostile input on every interface of the memhp-lab modules (memhp_fuzz):
 # every file under /sys/kernel/sparse_hotplug, /sys/module/<ours>/parameters,

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# memhp-budget: 120
+# memhp-budget: 340
 #
 # Hostile use: the objects that outlive a module's work or the
 # module itself (iomem resources, memory blocks, sysfs/debugfs nodes,

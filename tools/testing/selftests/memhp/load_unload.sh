@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# memhp-budget: 30
+# memhp-budget: 40
 #
 # Every module of the suite loads and unloads cleanly, three times in a row:
 # insmod succeeds, the module is listed, rmmod succeeds and leaves nothing

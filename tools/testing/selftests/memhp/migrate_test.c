@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * memhp-budget: 30
+ * memhp-budget: 80
  *
  * Selftests of /dev/migrate_test (mm/migrate_test_*.c): user memory backed by
  * driver-owned movable pages, migrated by the driver's MIGRATE ioctl and by

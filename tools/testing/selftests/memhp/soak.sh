@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # memhp-vm: --mem 3G --append mem=2G
-# memhp-budget: 100
+# memhp-budget: 240
 #
 # Hotplug churn soak: SOAK_OPS (default 50; `make soak`: 1000) random
 # operations, SOAK_SEED to repeat a run, while memhp_churn rewrites and

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# memhp-budget: 40
+# memhp-budget: 120
 #
 # sparse_hotplug's section controls on an ACPI DIMM, driven only through
 # /sys/kernel/sparse_hotplug: a 1 GiB pc-dimm is added (memhp-qmp), its

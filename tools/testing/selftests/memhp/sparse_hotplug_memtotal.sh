@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# memhp-budget: 30
+# memhp-budget: 40
 #
 # MemTotal arithmetic of sparse_hotplug's section controls, on every
 # kernel: a 256 MiB pc-dimm (two 128 MiB blocks of one 128 MiB section

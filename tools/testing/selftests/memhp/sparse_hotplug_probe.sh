@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # memhp-vm: --mem 3G --append mem=2G --append memory_hotplug.memmap_on_memory=1
-# memhp-budget: 120
+# memhp-budget: 110
 #
 # sparse_hotplug's probe/remove of RAM hidden at boot. QEMU's pc machine
 # puts 2 GiB of a 3 GiB guest below 4 GiB and 1 GiB at [4 GiB, 5 GiB);

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# memhp-budget: 50
+# memhp-budget: 100
 #
 # sparse_hotplug's why-offline-fails report against real offline attempts.
 # A 512 MiB pc-dimm is added; its first block is onlined to ZONE_NORMAL

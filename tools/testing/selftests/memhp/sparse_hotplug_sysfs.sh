@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# memhp-budget: 30
+# memhp-budget: 60
 #
 # sparse_hotplug's view of the boot memory agrees with the core's:
 # sizes, one directory per present section, each section's block, state,

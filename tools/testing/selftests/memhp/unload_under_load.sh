@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# memhp-budget: 300
+# memhp-budget: 450
 #
 # Unload under load. For each module, rmmod while its work runs is either
 # refused with EBUSY (an open file pins the module) or completes cleanly

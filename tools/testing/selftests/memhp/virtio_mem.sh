@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# memhp-budget: 30
+# memhp-budget: 60
 #
 # The upstream virtio_mem driver follows the host: requested-size of the
 # guest's virtio-mem device vm0 (1 GiB, memhp-vm's default) is set with

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # memhp-vm: --maxmem 12G --virtio-mem 1G:0:unplugged-inaccessible=on,backend=shm --virtio-mem 1G:0:unplugged-inaccessible=off --virtio-mem 4G:0:unplugged-inaccessible=on,dynamic-memslots=on,backend=shm
-# memhp-budget: 130
+# memhp-budget: 200
 #
 # The upstream virtio_mem driver with QEMU 10's unplugged-inaccessible
 # (on/off) and dynamic-memslots=on devices: features negotiated, plug and

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# memhp-budget: 130
+# memhp-budget: 310
 #
 # virtio_mem_shim in big-block mode (mode=bbm at every load: the guest's
 # 2 MiB device block would select sub-block mode, which

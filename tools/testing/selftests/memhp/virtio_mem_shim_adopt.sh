@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # memhp-vm: --virtio-mem 2G:0
-# memhp-budget: 30
+# memhp-budget: 50
 #
 # virtio_mem_shim's startup scan, on memory another driver plugged and
 # added: upstream virtio_mem (sub-block mode) plugs 642 MiB, five whole

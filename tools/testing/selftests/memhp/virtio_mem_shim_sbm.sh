@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # memhp-vm: --virtio-mem 2G:0
-# memhp-budget: 110
+# memhp-budget: 180
 #
 # virtio_mem_shim in sub-block mode (QEMU's default 2 MiB device block,
 # 128 MiB memory blocks): the mode is chosen as upstream chooses it and
