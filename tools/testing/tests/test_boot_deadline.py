@@ -31,6 +31,9 @@ def test_stall_before_the_command_is_a_boot_timeout(memhp_vm, tmp_path):
     assert timed_out == "boot"
     assert took < 20
     assert memhp_vm.console_tail(str(rundir), 3) == ["virtme-ng-init: udev is done"]
+    said = memhp_vm.boot_stall(args_for(2, 30), str(rundir), 3)
+    assert said.startswith("boot stalled: the command did not start within 2s")
+    assert said.endswith("console tail: virtme-ng-init: udev is done")
 
 
 def test_started_command_gets_the_whole_timeout(memhp_vm, tmp_path):
