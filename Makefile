@@ -271,7 +271,7 @@ run: setup-check $(if $(filter 0,$(COUNT)),,count)
 # Hotplug churn soak (tools/testing/selftests/memhp/soak.sh, 50 operations
 # of it run in `make check`): SOAK_OPS random operations, SOAK_SEED repeats.
 SOAK_OPS ?= 1000
-.PHONY: soak check-debug kconfig tree-modules
+.PHONY: soak check-debug kconfig tree-modules qemu-fixed qemu-newest qemu-ab
 soak: setup-check modules selftests
 	@$(TOP)/tools/testing/vm/memhp-vm --timeout $(or $(SOAK_TIMEOUT),7200) \
 		--mem 3G --append mem=2G -- \
@@ -293,6 +293,23 @@ vm-shell: setup-check $(if $(KERNEL_TREES),tree-modules,modules-all)
 tree-modules: setup-check
 	@set -e; for t in $(KERNEL_TREES); do \
 		$(MAKE) --no-print-directory KDIR=$$t KERNEL= modules; done
+
+# QEMU with tools/qemu/*.patch (the stale-translation fix), built from
+# Debian's source of the installed version in a root of its own and cached
+# (tools/qemu/build.sh; minutes the first time). memhp-vm --qemu
+# PATH runs guests with it; make qemu-ab compares it with the stock QEMU on
+# the stale-code reproducers, the hold off (QEMU_AB_KERNELS, default 6.1
+# 6.12). Neither is part of make check.
+qemu-fixed:
+	@$(TOP)/tools/qemu/build.sh
+
+# Debian's newest QEMU (trixie-backports) in a root of its own, with a
+# wrapper that runs it on this host: memhp-vm --qemu PATH, check.py --qemu.
+qemu-newest:
+	@$(TOP)/tools/qemu/debian-qemu.sh
+
+qemu-ab: setup-check modules-all selftests
+	@$(TOP)/tools/qemu/ab.sh $(QEMU_AB_KERNELS)
 
 # The kernel options the modules and selftests need, as a config fragment
 # to merge into your kernel's (tools/testing/selftests/memhp/config).
@@ -346,6 +363,9 @@ help:
 	@echo '                  (VM_ARGS="--kernel 6.12"; PROFILE_ARGS="--top 40")'
 	@echo '  make soak       hotplug churn soak in a guest (SOAK_OPS=1000, SOAK_SEED=)'
 	@echo '  make check-debug  selftests on a KASAN/lockdep/kmemleak kernel (builds it once)'
+	@echo '  make qemu-fixed QEMU with the stale-translation fix (tools/qemu/), cached'
+	@echo '  make qemu-newest  Debian'\''s newest QEMU (trixie-backports), runnable here'
+	@echo '  make qemu-ab    stock against fixed QEMU on the stale-code reproducers, no hold'
 	@echo '  make bench-pfn  pfn lookup benchmark, 5 section tables (BENCH_ARGS=--full: 100M)'
 	@echo '  make selftests  build the in-guest selftests'
 	@echo '  make checkpatch each kernel'\''s checkpatch.pl --no-tree --strict on our C (silent if clean)'

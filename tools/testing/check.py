@@ -440,6 +440,10 @@ def group_cmd(args, kernel, opts, tests, memhp_vm_opts=()):
     cmd = [MEMHP_VM, "--quiet", "--timeout", str(group_timeout(args, tests)),
            "--boot-timeout", str(BOOT_ALLOWANCE), "--kernel", kernel]
     cmd += list(memhp_vm_opts)
+    if getattr(args, "qemu", ""):
+        cmd += ["--qemu", args.qemu]
+    if getattr(args, "reuse_freed_ram", False):
+        cmd.append("--reuse-freed-ram")
     if args.cpu_features:
         cmd.append(f"--tcg-cpu-features={args.cpu_features}")
     cmd += shlex.split(opts)
@@ -597,7 +601,20 @@ def main():
     p.add_argument("--cpu-features", default=CHECK_CPU_FEATURES, metavar="F=on|off,...",
                    help="memhp-vm --tcg-cpu-features for every guest: applied under TCG only "
                    f"(default: {CHECK_CPU_FEATURES}; \"\" for QEMU's full -cpu max)")
+    p.add_argument("--qemu", default="", metavar="PATH",
+                   help="memhp-vm --qemu for every guest: another QEMU system emulator, "
+                   "e.g. make qemu-fixed's build")
+    p.add_argument("--reuse-freed-ram", action="store_true",
+                   help="memhp-vm --reuse-freed-ram for every guest: no hold of freed RAM "
+                   "offsets (for a QEMU that drops stale translations itself)")
     args = p.parse_args()
+    if args.qemu:
+        if not os.access(args.qemu, os.X_OK):
+            p.error(f"--qemu {args.qemu}: not an executable file")
+        args.qemu = os.path.abspath(args.qemu)
+        log(f"guest QEMU: {args.qemu}")
+    if args.reuse_freed_ram:
+        log("guests reuse freed RAM offsets: no hold (memhp-vm --reuse-freed-ram)")
     try:
         args.env = dict(e.split("=", 1) for e in args.env)
     except ValueError:

@@ -59,3 +59,17 @@ def test_group_timeout_follows_the_budgets():
     assert check.group_timeout(args, check.guest_groups(None)[""]) == check.GROUP_TIMEOUT_MAX
     args.guest_timeout = 77
     assert check.group_timeout(args, ["sparse_hotplug_probe.sh"]) == 77
+
+
+def test_group_cmd_passes_qemu_and_hold_choice():
+    """check.py --qemu PATH --reuse-freed-ram reaches every guest's memhp-vm;
+    without them memhp-vm's defaults stand (the QEMU on PATH, the hold)."""
+    import argparse
+    base = dict(guest_timeout=0, cpu_features="", env={})
+    cmd = check.group_cmd(argparse.Namespace(**base), "6.1", "", ["acpi_dimm.sh"])
+    assert "--qemu" not in cmd and "--reuse-freed-ram" not in cmd
+    args = argparse.Namespace(qemu="/opt/q/qemu-system-x86_64", reuse_freed_ram=True, **base)
+    cmd = check.group_cmd(args, "6.1", "--cxl 512M", ["cxl_memory.sh"])
+    dash = cmd.index("--")
+    assert cmd[cmd.index("--qemu") + 1] == "/opt/q/qemu-system-x86_64"
+    assert cmd.index("--qemu") < dash and cmd.index("--reuse-freed-ram") < dash

@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -26,6 +27,7 @@ import time
 import pytest
 
 import check
+from conftest import TESTING
 import run
 
 GiB = 1 << 30
@@ -219,3 +221,24 @@ def test_command_lines_start_in_qemu_with_the_layout_the_tests_assume(cmdlines):
             # so that all it hides is the RAM above 4G.
             assert layout["below"] == (0, int(m.group(1)) * GiB), (label, layout)
             assert layout["above"][0] == 4 * GiB, (label, layout)
+
+
+def test_qemu_option_runs_that_binary_with_the_same_command_line(tmp_path):
+    """memhp-vm --qemu PATH: the guest's QEMU is PATH (make qemu-fixed's
+    build), every option as with the QEMU on PATH."""
+    vm = os.path.join(TESTING, "vm", "memhp-vm")
+    fake = tmp_path / "qemu-system-x86_64"
+    os.symlink(shutil.which("qemu-system-x86_64"), fake)
+    for accel in ("kvm", "tcg"):
+        stock = print_cmd([vm, "--print-cmd", accel, "--", "true"])
+        other = print_cmd([vm, "--qemu", str(fake), "--print-cmd", accel, "--", "true"])
+        assert other[0] == str(fake)
+        strip = [re.sub(r"/tmp/(memhp-vm-|virtme_ret)[^/,]*", "SOCK", a) for a in stock[1:]]
+        assert [re.sub(r"/tmp/(memhp-vm-|virtme_ret)[^/,]*", "SOCK", a) for a in other[1:]] == strip
+
+
+def test_qemu_option_refuses_what_is_not_a_program(tmp_path):
+    vm = os.path.join(TESTING, "vm", "memhp-vm")
+    r = subprocess.run([vm, "--qemu", str(tmp_path / "none"), "--print-cmd", "tcg", "--", "true"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "not an executable file" in r.stderr
