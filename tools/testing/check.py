@@ -433,6 +433,20 @@ def group_timeout(args, tests):
     return min(GROUP_TIMEOUT_MAX, BOOT_ALLOWANCE + GROUP_SLACK * budgets)
 
 
+def guest_kernels(spec, kernels):
+    """--guest-kernels: of the kernels selected (--kernels), those whose
+    guest stage runs (all when spec is empty). A kernel tree outside
+    them is refused (ValueError) as a release is: the static stage would
+    not have built for it."""
+    if not spec:
+        return list(kernels)
+    chosen = select_kernels(spec, kernels)
+    extra = [k for k in chosen if k not in kernels]
+    if extra:
+        raise ValueError(f"--guest-kernels {spec}: {' '.join(extra)} is not in --kernels")
+    return chosen
+
+
 def group_cmd(args, kernel, opts, tests, memhp_vm_opts=()):
     """The memhp-vm command of one guest group: the tests naming the
     memhp-vm options opts, booted from kernel (memhp_vm_opts go before the
@@ -631,8 +645,7 @@ def main():
         p.error(f"stages are: {', '.join(STAGES)}")
     try:
         args.kernels = select_kernels(args.kernels, kernels())
-        args.guest_kernels = (select_kernels(args.guest_kernels, args.kernels)
-                              if args.guest_kernels else args.kernels)
+        args.guest_kernels = guest_kernels(args.guest_kernels, args.kernels)
     except ValueError as e:
         p.error(str(e))
     stages = []

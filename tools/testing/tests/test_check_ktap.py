@@ -73,3 +73,22 @@ def test_group_cmd_passes_qemu_and_hold_choice():
     dash = cmd.index("--")
     assert cmd[cmd.index("--qemu") + 1] == "/opt/q/qemu-system-x86_64"
     assert cmd.index("--qemu") < dash and cmd.index("--reuse-freed-ram") < dash
+
+
+def test_guest_kernels_are_some_of_the_kernels(tmp_path):
+    """--guest-kernels picks among --kernels; a kernel tree not among them
+    is refused like a release that matches none."""
+    import pytest
+    ks = ["6.1.0-56-amd64", "6.12.117+deb12-amd64"]
+    assert check.guest_kernels("", ks) == ks
+    assert check.guest_kernels("6.12", ks) == ["6.12.117+deb12-amd64"]
+    with pytest.raises(ValueError):
+        check.guest_kernels("7.3", ks)
+    tree = tmp_path / "linux"
+    (tree / "include" / "config").mkdir(parents=True)
+    (tree / "include" / "config" / "kernel.release").write_text("7.3.4-memhp-user\n")
+    (tree / "arch" / "x86" / "boot").mkdir(parents=True)
+    (tree / "arch" / "x86" / "boot" / "bzImage").write_text("")
+    with pytest.raises(ValueError, match="not in --kernels"):
+        check.guest_kernels(str(tree), ks)
+    assert check.guest_kernels(str(tree), ks + [str(tree)]) == [str(tree)]
