@@ -63,7 +63,7 @@ row()
 	grep -q "Oops" "$mr" && oops=yes
 	echo "| $1 | $2 | ${stale3:-?} of $(pages_of "$s3") | ${stale4:-?} of $(pages_of "$s4") | ${cycles:-0} of $CYCLES | $oops | ${tb_rc:-?}/${mr_rc:-?} |"
 	if [ "$2" = fixed ]; then
-		[ "${tb_rc:-}" = 0 ] && [ "${stale3:-x}" = 0 ] && [ "${stale4:-x}" = 0 ] &&
+		[ "${tb_rc:-}" = 0 ] && [ "${mr_rc:-}" = 0 ] && [ "${stale3:-x}" = 0 ] && [ "${stale4:-x}" = 0 ] &&
 			[ "${cycles:-0}" = "$CYCLES" ] && [ $oops = no ] || ok=0
 	else
 		[ "${stale3:-0}" -gt 0 ] 2>/dev/null || [ "${stale4:-0}" -gt 0 ] 2>/dev/null || ok=0

@@ -623,7 +623,7 @@ def main():
                    "offsets (for a QEMU that drops stale translations itself)")
     args = p.parse_args()
     if args.qemu:
-        if not os.access(args.qemu, os.X_OK):
+        if not (os.path.isfile(args.qemu) and os.access(args.qemu, os.X_OK)):
             p.error(f"--qemu {args.qemu}: not an executable file")
         args.qemu = os.path.abspath(args.qemu)
         log(f"guest QEMU: {args.qemu}")

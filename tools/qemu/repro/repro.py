@@ -434,6 +434,9 @@ def main():
         except (Failure, OSError, subprocess.SubprocessError) as e:
             print(f"repro: could not run: {e}", file=sys.stderr)
             return 2
+        except Exception as e:  # noqa: BLE001 - any other fault is "could not run", never "stale"
+            print(f"repro: could not run: {type(e).__name__}: {e}", file=sys.stderr)
+            return 2
 
 
 if __name__ == "__main__":
