@@ -263,7 +263,8 @@ kslab_scan()
 # them with kthread_create_on_node(nid) take their task_struct (and their
 # stacks' vm_struct, page array and vmap_area) from the node
 # (Documentation/known-issues.rst). True, with the figure in $tsk, when
-# both run and the task_struct cache has objects on the node.
+# both run and the task_struct cache has exactly their two objects on the
+# node: more would be another cause.
 kthreads_on_node()
 {
 	local caches threads
@@ -274,7 +275,7 @@ kthreads_on_node()
 	threads=$(pgrep -x "kswapd$node" >/dev/null && pgrep -x "kcompactd$node" >/dev/null && echo yes)
 	tsk=$(grep -o "N$node=[0-9]*" /sys/kernel/slab/task_struct/objects 2>/dev/null)
 	ktap_print_msg "kswapd$node and kcompactd$node running: ${threads:-no}; task_struct objects on node $node: ${tsk:-none}"
-	[ "$threads" = yes ] && [ "${tsk#N$node=}" -gt 0 ] 2>/dev/null
+	[ "$threads" = yes ] && [ "${tsk#N$node=}" = 2 ]
 }
 
 # 1: add
