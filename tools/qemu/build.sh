@@ -46,6 +46,8 @@ die()
 	echo "qemu-fixed: $*" >&2
 	exit 1
 }
+NAME=qemu-fixed
+. "$TOP/tools/qemu/lib.sh"
 
 ver=$(dpkg-query -W -f='${Version}' qemu-system-x86 2>/dev/null) ||
 	die "no qemu-system-x86 installed (make setup installs it)"
@@ -75,8 +77,7 @@ fi
 [ "$(id -u)" = 0 ] || die "the build root's chroot needs root (tools/in-build-root.sh)"
 
 # --- sources -----------------------------------------------------------------
-mirror=$(sed -n 's/^URIs:[[:space:]]*//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1 || true)
-mirror=${mirror:-http://deb.debian.org/debian}
+mirror=$(mirror_uri)
 orig=qemu_${upstream}.orig.tar.xz
 deb=qemu_${debver}.debian.tar.xz
 [ -f "$SRC_CACHE/$orig" ] || die "no $SRC_CACHE/$orig: make setup fetches it"
@@ -104,23 +105,7 @@ else
 fi
 
 # --- the build root ----------------------------------------------------------
-# shellcheck disable=SC2086
-want=$(echo $ROOT_PACKAGES)
-if [ "$(cat "$ROOT/.memhp-packages" 2>/dev/null)" != "$want" ]; then
-	echo "qemu-fixed: making the build root $ROOT (mmdebstrap)"
-	mkdir -p "$OUT"
-	rm -rf "$ROOT.tmp"
-	# shellcheck disable=SC2086
-	mmdebstrap --quiet --variant=apt --include="$(echo $ROOT_PACKAGES | tr ' ' ,)" \
-		bookworm "$ROOT.tmp" "deb $mirror bookworm main" "deb $mirror bookworm-backports main" \
-		> "$OUT/mmdebstrap.log" 2>&1 || {
-		tail -20 "$OUT/mmdebstrap.log" >&2
-		die "mmdebstrap failed (log: $OUT/mmdebstrap.log)"
-	}
-	echo "$want" > "$ROOT.tmp/.memhp-packages"
-	rm -rf "$ROOT"
-	mv "$ROOT.tmp" "$ROOT"
-fi
+debian_root "$ROOT" bookworm "$ROOT_PACKAGES"
 
 # --- source tree: Debian's patches, then ours ----------------------------------
 work=$OUT/build-$debver-$hash

@@ -34,22 +34,9 @@ die()
 	exit 1
 }
 
-mirror=$(sed -n 's/^URIs:[[:space:]]*//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1 || true)
-mirror=${mirror:-http://deb.debian.org/debian}
-if [ "$(cat "$ROOT/.memhp-packages" 2>/dev/null)" != "$(echo $PACKAGES)" ]; then
-	echo "qemu-newest: installing $PACKAGES into $ROOT (mmdebstrap)"
-	mkdir -p "$OUT"
-	rm -rf "$ROOT.tmp"
-	mmdebstrap --quiet --variant=apt --include="$(echo $PACKAGES | tr " " ,)" \
-		"$SUITE" "$ROOT.tmp" "deb $mirror $SUITE main" "deb $mirror $SUITE-backports main" \
-		> "$OUT/mmdebstrap.log" 2>&1 || {
-		tail -20 "$OUT/mmdebstrap.log" >&2
-		die "mmdebstrap failed (log: $OUT/mmdebstrap.log)"
-	}
-	echo $PACKAGES > "$ROOT.tmp/.memhp-packages"
-	rm -rf "$ROOT"
-	mv "$ROOT.tmp" "$ROOT"
-fi
+NAME=qemu-newest
+. "$(dirname "$0")/lib.sh"
+debian_root "$ROOT" "$SUITE" "$PACKAGES"
 
 libs=$ROOT/usr/lib/x86_64-linux-gnu
 cat > "$WRAP.tmp" <<EOT
