@@ -724,27 +724,63 @@ static void vmem_shim_set_offline_pages(unsigned long pfn, unsigned long nr, boo
 }
 
 /*
+ * Is all of [pfn, pfn + nr) free in the buddy? A lockless snapshot that
+ * walks free pages by their order (as has_unmovable_pages() and
+ * isolate_migratepages_block() do): one step per free buddy page, and it
+ * stops at the first page in use, so it costs a few dozen steps for a free
+ * memory block instead of a test of each of its pages. A free page whose
+ * head lies below @pfn (a sub-block smaller than the largest order) is
+ * found the way is_free_buddy_page() finds it.
+ */
+static bool vmem_shim_range_free(unsigned long pfn, unsigned long nr)
+{
+	unsigned long end = pfn + nr, steps = 0;
+
+	while (pfn < end) {
+		unsigned long next = pfn;
+		unsigned int order;
+
+		for (order = 0; order < MEMHP_NR_PAGE_ORDERS; order++) {
+			unsigned long head = ALIGN_DOWN(pfn, 1UL << order);
+			struct page *page = pfn_to_page(head);
+			unsigned long o;
+
+			if (!PageBuddy(page))
+				continue;
+			o = READ_ONCE(page_private(page));
+			if (o >= order && o < MEMHP_NR_PAGE_ORDERS) {
+				next = head + (1UL << o);
+				break;
+			}
+		}
+		if (next == pfn)
+			return false;
+		pfn = next;
+		if (!(++steps % 4096))
+			cond_resched();
+	}
+	return true;
+}
+
+/*
  * Is there room to migrate the used pages of [pfn, pfn + nr) elsewhere and
- * still keep unplug_reserve_mb free? A snapshot, but it keeps us from
- * pushing the guest into reclaim storms just to unplug.
+ * still keep unplug_reserve_mb free? Evacuating takes all nr pages out of
+ * the free pool (its free pages directly, its used ones by their copies),
+ * so there is room when free_all >= nr + reserve: no page of the range
+ * needs a look. A snapshot, but it keeps us from pushing the guest into
+ * reclaim storms just to unplug. *@all_free (for free_evacuated) comes
+ * from vmem_shim_range_free().
  */
 static bool vmem_shim_room_to_evacuate(unsigned long pfn, unsigned long nr,
 				       bool *all_free)
 {
 	unsigned long free_all = global_zone_page_state(NR_FREE_PAGES);
 	unsigned long reserve = READ_ONCE(vmem_shim_unplug_reserve_mb) << (20 - PAGE_SHIFT);
-	unsigned long free_in = 0, i;
 
-	for (i = 0; i < nr; i++) {
-		if (is_free_buddy_page(pfn_to_page(pfn + i)))
-			free_in++;
-		if (!(i % 4096))
-			cond_resched();
-	}
-	*all_free = free_in == nr;
-	if (free_all < free_in)
+	if (free_all < nr || free_all - nr < reserve)
 		return false;
-	return free_all - free_in >= nr - free_in + reserve;
+	*all_free = vmem_shim_range_free(pfn, nr);
+	return true;
 }
 
 /*
