@@ -5,6 +5,7 @@
 Each experiment is a directory tools/testing/experiments/<NN-name>/ with:
   vm-args  (optional) memhp-vm options for its guest, one line
   guest    (optional) run as root in the guest; MEMHP_TOP and MEMHP_OUT set
+  opt-in   (optional) one line, why: run only when named (--only) or with --full
   host     (optional) run on the host afterwards; writes MEMHP_OUT/summary.md
            (MEMHP_KVER: the guest's kernel release)
   count    (optional) says the guest marks phases (memhp-mark): with
@@ -469,6 +470,10 @@ def main():
         exps = [(n, pth) for n, pth in exps if any(n == w or n.startswith(w) for w in wanted)]
         if not exps:
             p.error("no such experiment (see --list)")
+    elif not args.full:
+        # An experiment with an opt-in file (its cost, one line) runs only
+        # when named (--only) or in the long form (--full).
+        exps = [(n, pth) for n, pth in exps if not os.path.exists(os.path.join(pth, "opt-in"))]
     try:
         kvers = select_kernels(args.kernels, kernels())
     except ValueError as e:

@@ -185,7 +185,7 @@ static unsigned long marked_loop(unsigned long n)
 static int print_usage(void)
 {
 	fprintf(stderr, "usage: memhp-mark begin NAME | end NAME | write NAME FILE VALUE |\n"
-		"       run NAME -- CMD... | selftest N | syms\n");
+		"       writeall NAME VALUE FILE... | run NAME -- CMD... | selftest N | syms\n");
 	return 2;
 }
 
@@ -246,6 +246,58 @@ static int do_write(const char *name, const char *file, const char *value)
 	return 0;
 }
 
+/*
+ * VALUE to each of @nr FILES, all inside one phase: every file is opened
+ * first, so the phase holds the writes' system calls (and the loop) only.
+ * 80-scale onlines and offlines all blocks of a device so.
+ */
+static int do_writeall(const char *name, const char *value, char **files, int nr)
+{
+	size_t len = strlen(value);
+	int *fd, i, bad = 0, ret = 0;
+	ssize_t *res;
+
+	fd = calloc(nr, sizeof(*fd));
+	res = calloc(nr, sizeof(*res));
+	if (!fd || !res) {
+		fprintf(stderr, "memhp-mark: out of memory\n");
+		free(fd);
+		free(res);
+		return 1;
+	}
+	for (i = 0; i < nr; i++) {
+		fd[i] = open(files[i], O_WRONLY | O_CLOEXEC);
+		if (fd[i] < 0) {
+			fprintf(stderr, "memhp-mark: %s: %s\n", files[i], strerror(errno));
+			ret = 1;
+			goto out;
+		}
+	}
+	pin_here();
+	memhp_mark(MEMHP_MARK_BEGIN, name);
+	for (i = 0; i < nr; i++)
+		asm volatile("syscall" : "=a"(res[i]) : "0"((long)SYS_write), "D"((long)fd[i]),
+			     "S"(value), "d"(len) : "rcx", "r11", "memory");
+	memhp_mark(MEMHP_MARK_END, name);
+	phase_syms(name);
+	for (i = 0; i < nr; i++) {
+		if (res[i] == (ssize_t)len)
+			continue;
+		if (!bad++)
+			fprintf(stderr, "memhp-mark: write %s to %s: %s\n", value, files[i],
+				res[i] < 0 ? strerror((int)-res[i]) : "short write");
+		ret = 1;
+	}
+	if (bad > 1)
+		fprintf(stderr, "memhp-mark: %d of %d writes failed\n", bad, nr);
+out:
+	while (i-- > 0)
+		close(fd[i]);
+	free(fd);
+	free(res);
+	return ret;
+}
+
 static int do_run(const char *name, char **argv)
 {
 	int status, err;
@@ -301,6 +353,8 @@ int main(int argc, char **argv)
 		return end(argv[2]);
 	if (argc == 5 && !strcmp(argv[1], "write"))
 		return do_write(argv[2], argv[3], argv[4]);
+	if (argc >= 5 && !strcmp(argv[1], "writeall"))
+		return do_writeall(argv[2], argv[3], argv + 4, argc - 4);
 	if (argc >= 5 && !strcmp(argv[1], "run") && !strcmp(argv[3], "--"))
 		return do_run(argv[2], argv + 4);
 	return print_usage();

@@ -84,3 +84,72 @@ record_accel()
 	   return 1 ;;
 	esac
 }
+
+# --- virtio-mem vm0 between drivers (70-virtio-mem, 80-scale) -----------
+
+# The virtio device name of vm0 (virtioN); DEV is what the helpers use.
+vmem_dev()
+{
+	local d
+
+	for d in /sys/bus/virtio/devices/virtio*; do
+		[ "$(cat "$d/device")" = 0x0018 ] && { basename "$d"; return 0; }
+	done
+	return 1
+}
+
+driver_of()
+{
+	basename "$(readlink "/sys/bus/virtio/devices/$DEV/driver" 2>/dev/null)" 2>/dev/null
+}
+
+# use_shim MODE: hand vm0 (nothing plugged) to virtio_mem_shim in MODE.
+use_shim()
+{
+	local cur
+
+	cur=$(driver_of)
+	if [ "$cur" = virtio_mem_shim ] &&
+	   [ "$(cat "/sys/bus/virtio/devices/$DEV/mode")" = "$1" ]; then
+		return 0
+	fi
+	[ -n "$cur" ] && echo "$DEV" > "/sys/bus/virtio/drivers/$cur/unbind"
+	echo "$1" > /sys/module/virtio_mem_shim/parameters/mode
+	use_driver virtio_mem_shim || return 1
+	[ "$(cat "/sys/bus/virtio/devices/$DEV/mode")" = "$1" ]
+}
+
+# use_driver NAME: hand vm0 (nothing plugged) to virtio_mem or virtio_mem_shim.
+use_driver()
+{
+	local cur
+
+	cur=$(driver_of)
+	[ "$cur" = "$1" ] && return 0
+	[ -n "$cur" ] && echo "$DEV" > "/sys/bus/virtio/drivers/$cur/unbind"
+	echo "$DEV" > "/sys/bus/virtio/drivers/$1/bind"
+	[ "$(driver_of)" = "$1" ] || return 1
+	settle
+}
+
+# Every measurement starts from the same quiet state: udev done with the
+# events of the last step (a driver bind, a removed DIMM), then 1 s.
+settle()
+{
+	udevadm settle --timeout=60 2>/dev/null
+	sleep 1
+}
+
+# qmp_json CMD KEY=VALUE...: the QMP request as one JSON object, numbers
+# as numbers and the rest as strings (what memhp-qmp makes of them).
+qmp_json()
+{
+	local cmd=$1 a v args=
+
+	shift
+	for a in "$@"; do
+		[[ "${a#*=}" =~ ^[0-9]+$ ]] && v=${a#*=} || v="\"${a#*=}\""
+		args+="${args:+, }\"${a%%=*}\": $v"
+	done
+	echo "{\"execute\": \"$cmd\", \"arguments\": {$args}}"
+}

@@ -3,11 +3,13 @@
  * vmreq: one marked plug or unplug of 70-virtio-mem, for instruction
  * counting (make run, under TCG).
  *
- *   vmreq NAME KB TIMEOUT_S REQUEST_JSON
+ *   vmreq NAME KB|blocks=N TIMEOUT_S REQUEST_JSON
  *
  * Begins the memhp-count phase NAME, sends REQUEST_JSON (a QMP command
  * object without "id") to the host through the memhp-vm relay port, and
- * waits until MemTotal is KB kB; then ends the phase. The wait blocks on
+ * waits until MemTotal is KB kB (blocks=N: until N memory blocks exist,
+ * for memory added offline or removed offline, which MemTotal does not
+ * see); then ends the phase. 80-scale uses it too. The wait blocks on
  * the kernel's uevents (a memory block's add, online, offline or remove)
  * and reads /proc/meminfo only when one arrives, or after a second of
  * none (a sub-block change of MemTotal sends no uevent), so the phase
@@ -16,6 +18,7 @@
  * Exit 0 when MemTotal was reached, 1 on a QMP error or timeout, 2 on a
  * usage or system error.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/netlink.h>
@@ -56,6 +59,23 @@ static long memtotal_kb(void)
 	if (sscanf(buf, "MemTotal: %ld", &kb) != 1)
 		return -1;
 	return kb;
+}
+
+/* The number of memory blocks (memoryN) in sysfs, or -1. */
+static long memory_blocks(void)
+{
+	DIR *d = opendir("/sys/devices/system/memory");
+	struct dirent *e;
+	long n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, "memory", 6) && e->d_name[6] >= '0' &&
+		    e->d_name[6] <= '9')
+			n++;
+	closedir(d);
+	return n;
 }
 
 /* Send the request, read lines until the one with our id; 0 on "return". */
@@ -126,18 +146,28 @@ int main(int argc, char **argv)
 {
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = 1 };
 	char *end, ev[8192];
+	long (*now)(void) = memtotal_kb;
+	const char *what = "MemTotal", *arg;
 	double deadline;
 	long want, timeout;
 	int sk, ret;
 
 	if (argc != 5) {
-		fprintf(stderr, "usage: vmreq NAME KB TIMEOUT_S REQUEST_JSON\n");
+		fprintf(stderr, "usage: vmreq NAME KB|blocks=N TIMEOUT_S REQUEST_JSON\n");
 		return 2;
 	}
-	want = strtol(argv[2], &end, 10);
+	arg = argv[2];
+	if (!strncmp(arg, "blocks=", 7)) {
+		arg += 7;
+		now = memory_blocks;
+		what = "memory blocks";
+	}
+	want = strtol(arg, &end, 10);
+	if (*end || !*arg)
+		want = -1;
 	timeout = strtol(argv[3], &end, 10);
-	if (want <= 0 || timeout <= 0 || *end) {
-		fprintf(stderr, "vmreq: KB and TIMEOUT_S must be positive numbers\n");
+	if (want < (now == memory_blocks ? 0 : 1) || timeout <= 0 || *end) {
+		fprintf(stderr, "vmreq: KB and TIMEOUT_S must be positive, N a number\n");
 		return 2;
 	}
 	/* Listening before the request: no uevent of it can be missed. */
@@ -149,12 +179,12 @@ int main(int argc, char **argv)
 	deadline = now_s() + timeout;
 	memhp_mark(MEMHP_MARK_BEGIN, argv[1]);
 	ret = qmp(argv[4], deadline);
-	while (!ret && memtotal_kb() != want) {
+	while (!ret && now() != want) {
 		struct pollfd p = { .fd = sk, .events = POLLIN };
 
 		if (now_s() > deadline) {
-			fprintf(stderr, "vmreq: MemTotal %ld kB, not %ld, after %ld s\n",
-				memtotal_kb(), want, timeout);
+			fprintf(stderr, "vmreq: %s %ld, not %ld, after %ld s\n",
+				what, now(), want, timeout);
 			ret = 1;
 			break;
 		}
