@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """tools/qemu/'s patches apply to the QEMU source make setup keeps
-(Debian's qemu orig tarball in the cache): git apply --check on the
-files they touch, extracted alone."""
+(Debian's qemu orig tarball of the installed version, in the cache), and
+tools/qemu/dev/'s to any release make qemu-fixed QEMU_ORIG=... fetched:
+git apply --check on the files they touch, extracted alone."""
 
 import glob
 import os
@@ -13,18 +14,29 @@ import pytest
 
 from conftest import TOP
 
+CACHE = os.environ.get("MEMHP_CACHE", "/var/cache/memhp-lab")
 PATCHES = sorted(glob.glob(os.path.join(TOP, "tools", "qemu", "*.patch")))
-SOURCES = sorted(glob.glob("/var/cache/memhp-lab/qemu/qemu_*.orig.tar.xz"))
+DEV_PATCHES = sorted(glob.glob(os.path.join(TOP, "tools", "qemu", "dev", "*.patch")))
 
 
-@pytest.mark.parametrize("patch", PATCHES, ids=os.path.basename)
-def test_patch_applies_to_the_qemu_source(patch, tmp_path):
-    if not SOURCES:
-        pytest.skip("no QEMU orig tarball in /var/cache/memhp-lab/qemu (make setup keeps it)")
+def installed_source():
+    """The orig tarball of the installed qemu-system-x86, or None."""
+    try:
+        ver = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "qemu-system-x86"],
+                             capture_output=True, text=True).stdout
+    except OSError:
+        return None
+    ver = ver.split(":")[-1].rsplit("-", 1)[0]
+    path = os.path.join(CACHE, "qemu", f"qemu_{ver}.orig.tar.xz")
+    return path if ver and os.path.exists(path) else None
+
+
+def check(patch, source, tmp_path):
+    """git apply --check of patch on the files it touches, from source."""
     with open(patch) as f:
         files = sorted(set(re.findall(r"^\+\+\+ b/(\S+)", f.read(), re.M)))
     assert files, "the patch touches no file"
-    with tarfile.open(SOURCES[-1]) as tar:
+    with tarfile.open(source) as tar:
         top = tar.next().name.split("/")[0]
         for name in files:
             member = tar.getmember(f"{top}/{name}")
@@ -33,3 +45,21 @@ def test_patch_applies_to_the_qemu_source(patch, tmp_path):
     r = subprocess.run(["git", "apply", "--check", patch], cwd=tmp_path,
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("patch", PATCHES, ids=os.path.basename)
+def test_patch_applies_to_the_qemu_source(patch, tmp_path):
+    source = installed_source()
+    if not source:
+        pytest.skip(f"no orig tarball of the installed QEMU in {CACHE}/qemu (make setup keeps it)")
+    check(patch, source, tmp_path)
+
+
+@pytest.mark.parametrize("source", sorted(glob.glob(os.path.join(CACHE, "qemu-fixed", "orig",
+                                                                  "qemu_*.orig.tar.xz"))) or [None])
+@pytest.mark.parametrize("patch", DEV_PATCHES, ids=os.path.basename)
+def test_dev_patch_applies_to_fetched_releases(patch, source, tmp_path):
+    if not source:
+        pytest.skip("no release fetched by make qemu-fixed QEMU_ORIG=... "
+                    f"({CACHE}/qemu-fixed/orig)")
+    check(patch, source, tmp_path)
