@@ -296,7 +296,9 @@ tree-modules: setup-check
 
 # QEMU with tools/qemu/*.patch (the stale-translation fix), built from
 # Debian's source of the installed version in a root of its own and cached
-# (tools/qemu/build.sh; minutes the first time). memhp-vm --qemu
+# (tools/qemu/build.sh; minutes the first time; QEMU_ORIG=11.1.1 builds that
+# release with tools/qemu/dev's patch instead, QEMU_STOCK=1 without a
+# patch, for an A/B on one source). memhp-vm --qemu
 # PATH runs guests with it; make qemu-ab compares it with the stock QEMU on
 # the stale-code reproducers, the hold off (QEMU_AB_KERNELS, default 6.1
 # 6.12). Neither is part of make check.
