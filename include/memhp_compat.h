@@ -289,4 +289,20 @@ static inline bool memhp_page_large_kmalloc(struct page *head)
 #define memhp_e820_raw_exported	0
 #endif
 
+/*
+ * The struct page @n pages after @page within one memory block: the
+ * kernel's nth_page() of 6.1 and 6.12, which 7.3 no longer has. With
+ * SPARSEMEM_VMEMMAP (every x86-64 kernel) the memmap is virtually
+ * contiguous: page + n, no reload of vmemmap_base per page in loops that
+ * an atomic's memory clobber would force; else by pfn.
+ */
+static inline struct page *memhp_page_add(struct page *page, unsigned long n)
+{
+#ifdef CONFIG_SPARSEMEM_VMEMMAP
+	return page + n;
+#else
+	return pfn_to_page(page_to_pfn(page) + n);
+#endif
+}
+
 #endif /* _MEMHP_COMPAT_H */

@@ -711,15 +711,16 @@ static bool vmem_shim_mb_movable(struct vmem_shim *vm, unsigned long mb)
 
 static void vmem_shim_set_offline_pages(unsigned long pfn, unsigned long nr, bool on)
 {
+	struct page *page = pfn_to_page(pfn);
 	unsigned long i;
 
 	page_offline_begin();
-	for (i = 0; i < nr; i++) {
-		if (on)
-			__SetPageOffline(pfn_to_page(pfn + i));
-		else
-			__ClearPageOffline(pfn_to_page(pfn + i));
-	}
+	if (on)
+		for (i = 0; i < nr; i++)
+			__SetPageOffline(memhp_page_add(page, i));
+	else
+		for (i = 0; i < nr; i++)
+			__ClearPageOffline(memhp_page_add(page, i));
 	page_offline_end();
 }
 
@@ -922,11 +923,14 @@ static void vmem_shim_sbm_keep_offline(unsigned long pfn, unsigned long nr)
  * Give fake-offline pages [pfn, pfn + nr) of an online block to the buddy:
  * never-onlined ones (PageDirty) through generic_online_page(), which
  * counts them in; evacuated ones (ours from alloc_contig_range()) freed
- * and counted back in. All pages of a sub-block are alike.
+ * and counted back in. All pages of a sub-block are alike, but a run may
+ * hold both kinds (a plug of a kept-offline and an evacuated sub-block):
+ * no chunk is larger than a sub-block of @sb_pages.
  */
-static void vmem_shim_sbm_fake_online(unsigned long pfn, unsigned long nr)
+static void vmem_shim_sbm_fake_online(unsigned long pfn, unsigned long nr,
+				      unsigned long sb_pages)
 {
-	unsigned int order = MEMHP_NR_PAGE_ORDERS - 1;
+	unsigned int order = min_t(unsigned int, MEMHP_NR_PAGE_ORDERS - 1, ilog2(sb_pages));
 	unsigned long i, j;
 
 	while (!IS_ALIGNED(pfn | nr, 1UL << order))
@@ -937,7 +941,7 @@ static void vmem_shim_sbm_fake_online(unsigned long pfn, unsigned long nr)
 
 		page_offline_begin();
 		for (j = 0; j < (1UL << order); j++) {
-			struct page *p = pfn_to_page(pfn + i + j);
+			struct page *p = memhp_page_add(page, j);
 
 			if (fresh)
 				ClearPageDirty(p);
@@ -989,24 +993,26 @@ static int vmem_shim_sbm_fake_offline(struct vmem_shim *vm, unsigned long mb,
  */
 static void vmem_shim_sbm_offline_refs(struct vmem_shim *vm, unsigned long mb, bool drop)
 {
-	unsigned long sb, i, pfn, nr = vmem_shim_sb_pages(vm);
+	unsigned long sb, i, nr = vmem_shim_sb_pages(vm);
+	struct page *first;
 
 	for (sb = 0; sb < vm->sbs_per_mb; sb++) {
 		if (vmem_shim_sb_test(vm, mb, sb))
 			continue;
-		pfn = vmem_shim_sb_pfn(vm, mb, sb);
-		for (i = 0; i < nr; i++) {
-			struct page *page = pfn_to_page(pfn + i);
+		first = pfn_to_page(vmem_shim_sb_pfn(vm, mb, sb));
+		if (drop) {
+			for (i = 0; i < nr; i++) {
+				struct page *page = memhp_page_add(first, i);
 
-			if (!drop)
-				page_ref_inc(page);
-			else if (WARN_ON_ONCE(!page_ref_dec_and_test(page)))
-				dump_page(page, "virtio_mem_shim: fake-offline page referenced");
+				if (WARN_ON_ONCE(!page_ref_dec_and_test(page)))
+					dump_page(page, "fake-offline page referenced");
+			}
+			memhp_going_offline_managed(first, nr);
+		} else {
+			for (i = 0; i < nr; i++)
+				page_ref_inc(memhp_page_add(first, i));
+			memhp_cancel_offline_managed(first, nr);
 		}
-		if (drop)
-			memhp_going_offline_managed(pfn_to_page(pfn), nr);
-		else
-			memhp_cancel_offline_managed(pfn_to_page(pfn), nr);
 	}
 }
 
@@ -1153,6 +1159,7 @@ static int vmem_shim_memory_notify(struct notifier_block *nb, unsigned long acti
 	struct memory_notify *mhp = arg;
 	u64 start = PFN_PHYS(mhp->start_pfn);
 	unsigned long mb, pfn, i, nr;
+	struct page *first;
 	int rc = NOTIFY_OK;
 
 	if (start < vm->base || start >= vmem_shim_unit_start(vm, vm->nr_units))
@@ -1163,6 +1170,7 @@ static int vmem_shim_memory_notify(struct notifier_block *nb, unsigned long acti
 	/* One whole memory block at a time, as we add them (no memmap_on_memory). */
 	if (WARN_ON_ONCE(mhp->start_pfn != pfn || mhp->nr_pages != nr))
 		return NOTIFY_BAD;
+	first = pfn_to_page(pfn);
 
 	/*
 	 * hotplug_mutex is taken at MEM_GOING_* and released at the final
@@ -1198,12 +1206,12 @@ static int vmem_shim_memory_notify(struct notifier_block *nb, unsigned long acti
 		} else if (vm->mb_state[mb] == VMEM_SHIM_MB_FAKE) {
 			/* Let offlining skip our pages: drop our references. */
 			for (i = 0; i < nr; i++)
-				page_ref_dec(pfn_to_page(pfn + i));
+				page_ref_dec(memhp_page_add(first, i));
 			/*
 			 * Where offline_pages() takes skipped pages off the
 			 * managed count too (6.1), count ours back in first.
 			 */
-			memhp_going_offline_managed(pfn_to_page(pfn), nr);
+			memhp_going_offline_managed(first, nr);
 			WRITE_ONCE(vm->mb_state[mb], VMEM_SHIM_MB_FAKE_DROPPED);
 		}
 		break;
@@ -1241,8 +1249,8 @@ static int vmem_shim_memory_notify(struct notifier_block *nb, unsigned long acti
 			WRITE_ONCE(vm->mb_state[mb], VMEM_SHIM_MB_NORMAL);
 		} else if (vm->mb_state[mb] == VMEM_SHIM_MB_FAKE_DROPPED) {
 			for (i = 0; i < nr; i++)
-				page_ref_inc(pfn_to_page(pfn + i));
-			memhp_cancel_offline_managed(pfn_to_page(pfn), nr);
+				page_ref_inc(memhp_page_add(first, i));
+			memhp_cancel_offline_managed(first, nr);
 			WRITE_ONCE(vm->mb_state[mb], VMEM_SHIM_MB_FAKE);
 		}
 		vm->hotplug_active = false;
@@ -1493,7 +1501,8 @@ static int vmem_shim_sbm_unplug_unit(struct vmem_shim *vm, unsigned long id,
 		if (rc) {
 			if (online)
 				vmem_shim_sbm_fake_online(vmem_shim_sb_pfn(vm, id, lo),
-							  n * vmem_shim_sb_pages(vm));
+							  n * vmem_shim_sb_pages(vm),
+							  vmem_shim_sb_pages(vm));
 			goto out_unlock;
 		}
 		vmem_shim_sb_mark(vm, id, lo, n, false);
@@ -1544,7 +1553,7 @@ static int vmem_shim_sbm_plug_sbs(struct vmem_shim *vm, unsigned long id,
 	vmem_shim_sb_mark(vm, id, sb, n, true);
 	if (vmem_shim_mb_online(vm, id))
 		vmem_shim_sbm_fake_online(vmem_shim_sb_pfn(vm, id, sb),
-					  n * vmem_shim_sb_pages(vm));
+					  n * vmem_shim_sb_pages(vm), vmem_shim_sb_pages(vm));
 	mutex_unlock(&vm->hotplug_mutex);
 	vm->nr_sb_plugged += n;
 	return 0;
