@@ -115,9 +115,20 @@ def test_qemu_boot_abort_before_the_command_only(memhp_vm, tmp_path):
              "`section_index < d->map.sections_nb' failed.")
     (tmp_path / "console.log").write_text(
         "[    3.63] pci 0000:00:07.0: BAR 1 [mem 0xfebfb000-0xfebfbfff]\n" + abort + "\n")
-    assert memhp_vm.qemu_aborted_before_command(str(tmp_path))
+    assert memhp_vm.qemu_aborted_before_command(str(tmp_path)) == "iotlb_to_section: Assertion"
     (tmp_path / "console.log").write_text(
         "[   43.45] virtme-ng-init: starting script\n" + abort + "\n")
-    assert not memhp_vm.qemu_aborted_before_command(str(tmp_path))
+    assert memhp_vm.qemu_aborted_before_command(str(tmp_path)) is None
     (tmp_path / "console.log").write_text("[    3.63] Kernel panic - not syncing\n")
-    assert not memhp_vm.qemu_aborted_before_command(str(tmp_path))
+    assert memhp_vm.qemu_aborted_before_command(str(tmp_path)) is None
+
+
+def test_qemu_boot_abort_in_ramblock_ptr(memhp_vm, tmp_path):
+    (tmp_path / "console.log").write_text(
+        "[    2.00] pci 0000:00:0a.0: BAR 4 [mem 0xfebe0000-0xfebe3fff 64bit pref]\n"
+        "qemu-system-x86_64: include/exec/ram_addr.h:91: ramblock_ptr: Assertion "
+        "`offset_in_ramblock(block, offset)' failed.\n")
+    assert memhp_vm.qemu_aborted_before_command(str(tmp_path)) == "ramblock_ptr: Assertion"
+    (tmp_path / "console.log").write_text(
+        "qemu-system-x86_64: hw/mem/pc-dimm.c:1: foo: Assertion `x' failed.\n")
+    assert memhp_vm.qemu_aborted_before_command(str(tmp_path)) is None
