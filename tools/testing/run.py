@@ -60,11 +60,15 @@ def experiments():
 from memhp_common import kernel_var, kernels, release_of, select_kernels, series  # noqa: E402
 
 
-def stream(cmd, env, prefix):
+PEAK_RSS_RE = re.compile(r"^memhp-vm: exit -?\d+ after \d+s, QEMU peak RSS (\d+) MiB")
+
+
+def stream(cmd, env, prefix, seen=None):
     """Runs cmd, its output indented; (rc, seconds to its first own line).
 
     The first line that is not memhp-vm's own (memhp-vm: ...) is the guest
-    script's: the time until then is the guest's boot.
+    script's: the time until then is the guest's boot. memhp-vm's QEMU peak
+    RSS, when it prints one, goes to seen["qemu_rss_mib"].
     """
     t0 = time.monotonic()
     first = None
@@ -74,6 +78,9 @@ def stream(cmd, env, prefix):
     for line in proc.stdout:
         if first is None and line.strip() and not line.startswith("memhp-vm:"):
             first = time.monotonic() - t0
+        m = PEAK_RSS_RE.match(line)
+        if m and seen is not None:
+            seen["qemu_rss_mib"] = int(m.group(1))
         print(f"  {prefix}| {line.rstrip()}", flush=True)
     return proc.wait(), first
 
@@ -122,8 +129,9 @@ def run_one(name, path, kver, args):
         cmd = guest_cmd(path, kver, out, args)
         say(f"{name} [{kver}]: guest {' '.join(vm_args_of(path))}")
         ts = time.monotonic()
-        rc, boot = stream(cmd, env, f"{tag:>4} guest")
-        PARTS.setdefault((kver, name), {}).update(guest=time.monotonic() - ts, boot=boot)
+        part = PARTS.setdefault((kver, name), {})
+        rc, boot = stream(cmd, env, f"{tag:>4} guest", part)
+        part.update(guest=time.monotonic() - ts, boot=boot)
         if rc:
             return f"guest part failed (memhp-vm exit {rc})"
     host = os.path.join(path, "host")
@@ -381,6 +389,18 @@ def compare(name, kvers):
     return "\n".join(out)
 
 
+def host_mem_mib():
+    """The host's MemTotal in MiB (0 where /proc/meminfo does not say)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def report_times(kvers, exps, took, total):
     """Per experiment and kernel: boot, guest, host, all; build/run-times.json."""
     say("time per experiment (seconds: guest boot, guest part, host part, in all):")
@@ -492,6 +512,7 @@ def main():
     failures = {}
     took = {}
     load = {}  # 1-minute load average at the start and the end of each run
+    rss = {}  # QEMU's peak resident set of each run's guest, MiB
     if not args.report_only:
         for k in kvers:
             say(f"building modules for {k}")
@@ -508,6 +529,8 @@ def main():
                 err = run_one(name, path, k, args)
                 took[(k, name)] = time.monotonic() - ts
                 load[(k, name)] = (la0, os.getloadavg()[0])
+                if "qemu_rss_mib" in PARTS.get((k, name), {}):
+                    rss[(k, name)] = PARTS[(k, name)]["qemu_rss_mib"]
                 if err:
                     failures[(k, name)] = err
                     say(f"{name} [{k}]: FAILED: {err}")
@@ -523,6 +546,7 @@ def main():
             args.count, count_why = m.get("count", ["off", "not recorded in its run.json"])
             took = {(k, n): t for k, n, t in m["took"]}
             load = {(k, n): tuple(x) for k, n, x in m.get("load", [])}
+            rss = {(k, n): x for k, n, x in m.get("qemu_rss_mib", [])}
             failures = {(k, n): e for k, n, e in m["failures"]}
         except (OSError, ValueError, KeyError):
             pass
@@ -532,6 +556,7 @@ def main():
             json.dump({"env": args.env, "count": [args.count, count_why],
                        "took": [[k, n, t] for (k, n), t in took.items()],
                        "load": [[k, n, list(x)] for (k, n), x in load.items()],
+                       "qemu_rss_mib": [[k, n, x] for (k, n), x in rss.items()],
                        "failures": [[k, n, e] for (k, n), e in failures.items()]}, f)
     if args.count is None:
         args.count, count_why = "off", "not recorded"
@@ -560,6 +585,9 @@ def main():
                       ", ".join(f"{n} {series(k)} {s:.0f}s" +
                                 (" ({:.1f}-{:.1f})".format(*load[(k, n)]) if (k, n) in load else "")
                                 for (k, n), s in took.items()))
+    if rss:
+        report.append(f"- QEMU's peak resident set per run (MiB; the host has {host_mem_mib()} "
+                      "MiB): " + ", ".join(f"{n} {series(k)} {x}" for (k, n), x in rss.items()))
     report.append("")
     if len(kvers) > 1:
         report.append(f"## {' vs '.join(series(k) for k in kvers)}: side by side\n")

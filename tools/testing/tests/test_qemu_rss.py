@@ -1,0 +1,31 @@
+# SPDX-License-Identifier: GPL-2.0
+"""QEMU's peak resident set: memhp-vm measures it, make run reports it."""
+
+import os
+import resource
+import subprocess
+import sys
+
+from conftest import TESTING, load_script
+
+
+def test_peak_rss_is_the_largest_waited_child(memhp_vm):
+    # A child that touches 64 MiB, waited for: the peak is at least that.
+    subprocess.run([sys.executable, "-c", "b = bytearray(64 << 20); b[::4096] = b'x' * (16384)"],
+                   check=True)
+    assert memhp_vm.qemu_peak_rss_mib() >= 64
+    assert memhp_vm.qemu_peak_rss_mib() == \
+        resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
+
+
+def test_run_reads_the_peak_from_memhp_vm():
+    run = load_script(os.path.join(TESTING, "run.py"), "memhp_run")
+    seen = {}
+    rc, _ = run.stream(["sh", "-c", "echo guest line; "
+                        "echo 'memhp-vm: exit 0 after 12s, QEMU peak RSS 1234 MiB'"],
+                       dict(os.environ), "t", seen)
+    assert rc == 0 and seen == {"qemu_rss_mib": 1234}
+    seen = {}
+    run.stream(["sh", "-c", "echo 'memhp-vm: exit 0 after 12s'"], dict(os.environ), "t", seen)
+    assert seen == {}
+    assert run.host_mem_mib() > 0
