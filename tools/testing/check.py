@@ -536,7 +536,11 @@ def stage_guest(args, kver, kernel):
 
 
 def stage_runner(args):
-    rc, out = run_streamed([os.path.join(TOP, "tools", "testing", "vm", "selftest.sh")], "runner: ")
+    # The same QEMU as the guest stage's. Not --reuse-freed-ram: the
+    # runner's own tests include the hold it turns off.
+    opts = ["--qemu", args.qemu] if getattr(args, "qemu", "") else []
+    rc, out = run_streamed([os.path.join(TOP, "tools", "testing", "vm", "selftest.sh")] + opts,
+                           "runner: ")
     leaves = parse_runner_tap(out)
     if rc not in (0, 1) or not leaves:
         leaves.append(Leaf("runner self-test completes", "fail", f"exit {rc}"))
@@ -616,11 +620,12 @@ def main():
                    help="memhp-vm --tcg-cpu-features for every guest: applied under TCG only "
                    f"(default: {CHECK_CPU_FEATURES}; \"\" for QEMU's full -cpu max)")
     p.add_argument("--qemu", default="", metavar="PATH",
-                   help="memhp-vm --qemu for every guest: another QEMU system emulator, "
-                   "e.g. make qemu-fixed's build")
+                   help="memhp-vm --qemu for every guest, the runner stage's too: another "
+                   "QEMU system emulator, e.g. make qemu-fixed's build")
     p.add_argument("--reuse-freed-ram", action="store_true",
-                   help="memhp-vm --reuse-freed-ram for every guest: no hold of freed RAM "
-                   "offsets (for a QEMU that drops stale translations itself)")
+                   help="memhp-vm --reuse-freed-ram for every guest of the guest stage: no "
+                   "hold of freed RAM offsets (for a QEMU that drops stale translations "
+                   "itself); the runner stage tests the hold itself")
     args = p.parse_args()
     if args.qemu:
         if not (os.path.isfile(args.qemu) and os.access(args.qemu, os.X_OK)):

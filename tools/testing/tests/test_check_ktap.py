@@ -92,3 +92,14 @@ def test_guest_kernels_are_some_of_the_kernels(tmp_path):
     with pytest.raises(ValueError, match="not in --kernels"):
         check.guest_kernels(str(tree), ks)
     assert check.guest_kernels(str(tree), ks + [str(tree)]) == [str(tree)]
+
+
+def test_runner_stage_takes_the_guest_qemu_not_the_hold_switch(monkeypatch):
+    import argparse
+    seen = []
+    monkeypatch.setattr(check, "run_streamed",
+                        lambda cmd, prefix: seen.append(cmd) or (0, "ok 1 x\n"))
+    check.stage_runner(argparse.Namespace(qemu="/q/qemu", reuse_freed_ram=True))
+    assert seen[-1][1:] == ["--qemu", "/q/qemu"]
+    check.stage_runner(argparse.Namespace(qemu="", reuse_freed_ram=False))
+    assert seen[-1][1:] == []

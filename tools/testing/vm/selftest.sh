@@ -4,10 +4,12 @@
 # Tests of memhp-vm itself, run on the host (KTAP). A runner that cannot
 # fail is no judge: a guest that logs a kernel WARNING must fail the run
 # even when its command succeeds, and exit statuses must come through.
+# Arguments are memhp-vm options for every guest (make check --qemu PATH
+# passes --qemu PATH).
 
 top=$(cd "$(dirname "$0")/../../.." && pwd)
 . "$top/tools/testing/selftests/memhp/ktap_helpers.sh"
-vm="$top/tools/testing/vm/memhp-vm"
+vm=("$top/tools/testing/vm/memhp-vm" "$@")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -15,19 +17,19 @@ ktap_print_header
 ktap_set_plan 18
 
 # 1: bad options are refused before anything boots
-"$vm" --mem 4G --maxmem 2G -- true > "$tmp/opts.out" 2>&1
+"${vm[@]}" --mem 4G --maxmem 2G -- true > "$tmp/opts.out" 2>&1
 rc=$?
 ktap_test_result "maxmem below boot memory refused (exit 2, no boot)" \
 	eval '[ $rc = 2 ] && grep -q maxmem "$tmp/opts.out"'
 
 # 2: a CXL device that is no multiple of 256 MiB is refused before boot
-"$vm" --cxl 100M -- true > "$tmp/cxl.out" 2>&1
+"${vm[@]}" --cxl 100M -- true > "$tmp/cxl.out" 2>&1
 rc=$?
 ktap_test_result "--cxl 100M refused (exit 2, no boot)" \
 	eval '[ $rc = 2 ] && grep -q "multiple of 256M" "$tmp/cxl.out"'
 
 # 3: the command's exit status is the runner's
-"$vm" --quiet --no-virtio-mem -- 'exit 7' > "$tmp/exit.out" 2>&1
+"${vm[@]}" --quiet --no-virtio-mem -- 'exit 7' > "$tmp/exit.out" 2>&1
 rc=$?
 ktap_print_msg "exit 7 in the guest -> memhp-vm exit $rc"
 ktap_test_result "guest command status passed through" [ $rc = 7 ]
@@ -35,7 +37,7 @@ ktap_test_result "guest command status passed through" [ $rc = 7 ]
 # 4+5: a kernel WARNING fails the run although the command succeeded;
 # the same guest first checks that bad input to the debugfs file is
 # rejected without a warning.
-"$vm" --quiet --no-virtio-mem -- '
+"${vm[@]}" --quiet --no-virtio-mem -- '
 	insmod build/modules/$(uname -r)/mm/sparse_hotplug.ko selftest_warn=1 || exit 1
 	f=/sys/kernel/debug/sparse_hotplug/provoke_warning
 	if echo banana > $f; then echo "bad input accepted"; else echo "bad input rejected"; fi
@@ -49,13 +51,13 @@ ktap_test_result "WARNING in the guest log fails the run (exit 125, line shown)"
 	eval '[ $rc = 125 ] && grep -q "WARNING:" "$tmp/warn.out" && grep -q "provoked on request" "$tmp/warn.out"'
 
 # 6: a guest that runs past --timeout is killed
-"$vm" --quiet --no-virtio-mem --timeout 5 -- 'sleep 600' > "$tmp/timeout.out" 2>&1
+"${vm[@]}" --quiet --no-virtio-mem --timeout 5 -- 'sleep 600' > "$tmp/timeout.out" 2>&1
 rc=$?
 ktap_test_result "guest past --timeout killed (exit 124)" [ $rc = 124 ]
 
 # 7: a page dump announced with memhp-expect lines is no problem, one
 # outside the window is, and a WARNING inside the window still is.
-"$vm" --quiet --no-virtio-mem -- '
+"${vm[@]}" --quiet --no-virtio-mem -- '
 	echo "memhp-expect: begin page dumped because: " > /dev/kmsg
 	echo "page dumped because: expected by the selftest" > /dev/kmsg
 	echo "WARNING: CPU: 0 PID: 1 at selftest.c:5 inside_the_window+0x0/0x10" > /dev/kmsg
@@ -74,7 +76,7 @@ ktap_test_result "memhp-expect excuses only announced page dumps (exit 125, othe
 # 8: offlining's own page dumps (a page it could not isolate or migrate, an
 # unmovable page) are information wherever they come: the run passes and
 # they are counted.
-"$vm" --no-virtio-mem -- '
+"${vm[@]}" --no-virtio-mem -- '
 	echo "page dumped because: migration failure" > /dev/kmsg
 	echo "page dumped because: migration failure" > /dev/kmsg
 	echo "page dumped because: unmovable page" > /dev/kmsg
@@ -94,11 +96,11 @@ make -s -C "$top/tools/testing/count" > "$tmp/count-build.out" 2>&1 ||
 mark="$top/build/count/memhp-mark"
 ktap_test_result "memhp-mark's marker is a NOP without the plugin (selftest 10 -> 23)" \
 	eval '[ "$("$mark" selftest 10)" = 23 ]'
-"$vm" --count "$tmp/kvm.json" --accel kvm -- true > "$tmp/count-kvm.out" 2>&1
+"${vm[@]}" --count "$tmp/kvm.json" --accel kvm -- true > "$tmp/count-kvm.out" 2>&1
 rc=$?
 ktap_test_result "--count with --accel kvm refused (exit 2, no boot)" \
 	eval '[ $rc = 2 ] && grep -q "needs TCG" "$tmp/count-kvm.out"'
-"$vm" --quiet --no-virtio-mem --count "$tmp/count.json" -- '
+"${vm[@]}" --quiet --no-virtio-mem --count "$tmp/count.json" -- '
 	taskset -c 1 memhp-mark selftest 1000000 &&
 	taskset -c 0 memhp-mark selftest 1 &&
 	taskset -c 0 memhp-mark write drop_caches /proc/sys/vm/drop_caches 3' > "$tmp/count.out" 2>&1
@@ -131,8 +133,8 @@ ktap_test_result "a marked sysctl write is its system call (drop_caches_sysctl_h
 
 # 13: --print-accel answers without booting: tcg when TCG is asked for,
 # kvm or tcg otherwise (what make run decides its counting default by).
-accel_tcg=$("$vm" --print-accel --accel tcg 2>/dev/null)
-accel_auto=$("$vm" --print-accel --quiet 2>"$tmp/accel.err")
+accel_tcg=$("${vm[@]}" --print-accel --accel tcg 2>/dev/null)
+accel_auto=$("${vm[@]}" --print-accel --quiet 2>"$tmp/accel.err")
 rc=$?
 ktap_print_msg "--print-accel: --accel tcg -> $accel_tcg, auto -> $accel_auto ($(cat "$tmp/accel.err"))"
 ktap_test_result "--print-accel says tcg for --accel tcg and kvm or tcg for auto (exit 0)" \
@@ -176,7 +178,7 @@ ktap_test_result "--compare --functions of a run with itself shows no difference
 # 4), because the relay holds the RAM offset the deleted backend freed;
 # its log says which offset, and the hold took that one. The run
 # directory is kept when either case fails.
-"$vm" --accel tcg --keep --no-virtio-mem -- tools/testing/stale-code/tb-replug.sh > "$tmp/replug.out" 2>&1
+"${vm[@]}" --accel tcg --keep --no-virtio-mem -- tools/testing/stale-code/tb-replug.sh > "$tmp/replug.out" 2>&1
 rc=$?
 sed 's/^/# /' "$tmp/replug.out"
 rundir=$(grep -o "logs in build/vm/run-[a-z0-9_]*" "$tmp/replug.out" | head -n 1)
