@@ -16,6 +16,8 @@ Each experiment is a directory tools/testing/experiments/<NN-name>/ with:
            plugin needs TCG. The times of a counted guest are taken under
            the plugin (slower, and a marked write includes the marker
            process's start); --count off (make run COUNT=0) times without it
+  count-ratios (optional) lines "PHASE BASE": the counts table is followed
+           by PHASE / BASE for each (all vCPUs: medians, and min over min)
 Every experiment runs on every kernel of `make print-kvers`
 (tools/kernels.tsv; --kernels picks), the kernels one after the other for each
 experiment, so all see the same host load. Results go to results/<release>/<NN-name>/;
@@ -145,14 +147,37 @@ def run_one(name, path, kver, args):
     if not os.path.exists(os.path.join(out, "summary.md")):
         return "no summary.md written"
     if os.path.exists(os.path.join(out, "count.json")):
-        return append_counts(out)
+        return append_counts(out, os.path.join(path, "count-ratios"))
     return None
 
 
 COUNT_REPORT = os.path.join(TOP, "tools", "testing", "count", "memhp-count-report")
 
 
-def append_counts(out):
+def count_ratios(by_name, spec):
+    """Markdown lines of PHASE / BASE for each "PHASE BASE" line of the file
+    spec (all-vCPU kernel instructions: the medians' ratio, the minimums'
+    ratio, and whether the two min-max ranges overlap), [] without it."""
+    try:
+        with open(spec) as f:
+            pairs = [ln.split() for ln in f if ln.strip() and not ln.startswith("#")]
+    except OSError:
+        return []
+    rows = []
+    for pair in pairs:
+        if len(pair) != 2 or not all(p in by_name for p in pair):
+            continue
+        a, b = (sorted(ph["kernel"] for ph in by_name[p]) for p in pair)
+        rows.append(f"| {pair[0]} / {pair[1]} | {median(a) / median(b):.3f} | "
+                    f"{a[0] / b[0]:.3f} | {'yes' if a[0] <= b[-1] and b[0] <= a[-1] else 'no'} |")
+    if not rows:
+        return []
+    return ["", "All vCPUs' kernel instructions, phase against phase (ranges overlap: no "
+            "means the difference exceeds the spread of both):", "",
+            "| phases | median / median | min / min | ranges overlap |", "|---|---|---|---|"] + rows
+
+
+def append_counts(out, ratios=""):
     """The marked phases' instruction counts, as a table at the end of summary.md.
 
     One row per phase name: how often it ran; the guest kernel's
@@ -211,6 +236,7 @@ def append_counts(out):
                      f"{k[-1]} | {spread:.1f} | {per} | {unit[1] if unit else '-'} | "
                      f"{median([ph['wall_ms'] for ph in phs]):.1f} | "
                      f"{top.most_common(1)[0][0] if top else '-'} |")
+    lines += count_ratios(by_name, ratios)
     if rep["unbalanced_marks"] or rep["bad_marks"] or rep["open_phase"]:
         lines.append(f"\nMarker problems: {rep['unbalanced_marks']} unbalanced, "
                      f"{rep['bad_marks']} bad, open phase {rep['open_phase']}.")

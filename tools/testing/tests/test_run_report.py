@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
-"""QEMU's peak resident set: memhp-vm measures it, make run reports it."""
+"""make run's report: QEMU's peak resident set (memhp-vm measures it) and the
+count ratios an experiment asks for."""
 
 import os
 import resource
@@ -29,3 +30,15 @@ def test_run_reads_the_peak_from_memhp_vm():
     run.stream(["sh", "-c", "echo 'memhp-vm: exit 0 after 12s'"], dict(os.environ), "t", seen)
     assert seen == {}
     assert run.host_mem_mib() > 0
+
+
+def test_count_ratios_from_the_experiment_pairs(tmp_path):
+    run = load_script(os.path.join(TESTING, "run.py"), "memhp_run")
+    spec = tmp_path / "count-ratios"
+    spec.write_text("# comment\nshim-plug upstream-plug\nshim-x upstream-plug\n")
+    by_name = {"shim-plug": [{"kernel": k} for k in (90, 100, 110)],
+               "upstream-plug": [{"kernel": k} for k in (200, 210, 220)]}
+    lines = run.count_ratios(by_name, str(spec))
+    assert lines[-1] == "| shim-plug / upstream-plug | 0.476 | 0.450 | no |"
+    assert len([ln for ln in lines if ln.startswith("| shim")]) == 1
+    assert run.count_ratios(by_name, str(tmp_path / "none")) == []
