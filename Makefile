@@ -294,7 +294,8 @@ tree-modules: setup-check
 	@set -e; for t in $(KERNEL_TREES); do \
 		$(MAKE) --no-print-directory KDIR=$$t KERNEL= modules; done
 
-# QEMU with tools/qemu/*.patch (the stale-translation fix), built from
+# QEMU with tools/qemu/*.patch (the stale-translation fix, and a vCPU's
+# cached dispatch kept alive: the TCG dispatch race), built from
 # Debian's source of the installed version in a root of its own and cached
 # (tools/qemu/build.sh; minutes the first time; QEMU_ORIG=11.1.1 builds that
 # release with tools/qemu/dev's patch instead, QEMU_STOCK=1 without a
@@ -365,7 +366,7 @@ help:
 	@echo '                  (VM_ARGS="--kernel 6.12"; PROFILE_ARGS="--top 40")'
 	@echo '  make soak       hotplug churn soak in a guest (SOAK_OPS=1000, SOAK_SEED=)'
 	@echo '  make check-debug  selftests on a KASAN/lockdep/kmemleak kernel (builds it once)'
-	@echo '  make qemu-fixed QEMU with the stale-translation fix (tools/qemu/), cached'
+	@echo '  make qemu-fixed QEMU with tools/qemu/'s fixes (stale code, dispatch race), cached'
 	@echo '  make qemu-newest  Debian'\''s newest QEMU (trixie-backports), runnable here'
 	@echo '  make qemu-ab    stock against fixed QEMU on the stale-code reproducers, no hold'
 	@echo '  make bench-pfn  pfn lookup benchmark, 5 section tables (BENCH_ARGS=--full: 100M)'
