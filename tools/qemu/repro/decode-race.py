@@ -66,8 +66,8 @@ def boot(argv, timeout):
         timed_out = True
     secs = time.monotonic() - start
     err = err.decode(errors="replace").strip()
-    lines = [line[line.index("decode-race:"):]
-             for line in out.decode(errors="replace").splitlines() if "decode-race:" in line]
+    console = [line.strip() for line in out.decode(errors="replace").splitlines() if line.strip()]
+    lines = [line[line.index("decode-race:"):] for line in console if "decode-race:" in line]
     for line in lines:
         print(f"  guest| {line}", flush=True)
     last = lines[-1] if lines else "no decode-race line"
@@ -82,7 +82,8 @@ def boot(argv, timeout):
         return 2, "the guest could not run: " + next(
             line for line in lines if line.startswith("decode-race: error"))
     if not any(line.startswith("decode-race: done") for line in lines):
-        return 2, "the guest powered off without \"decode-race: done\""
+        return 2, ("the guest powered off without \"decode-race: done\"; console tail: " +
+                   " | ".join(console[-6:]))
     return 0, f"ran every toggle in {secs:.0f} s"
 
 
