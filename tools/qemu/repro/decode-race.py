@@ -16,8 +16,6 @@ done. Python 3 standard library only; needs gcc and a static libc unless
   tools/qemu/repro/decode-race.py [--qemu PATH] [--kernel PATH] [--boots N]
 """
 
-import argparse
-import glob
 import os
 import shlex
 import subprocess
@@ -27,19 +25,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from repro import GCC, initramfs, version_key  # noqa: E402
+from repro import Failure, parser, prepare  # noqa: E402
 
 DEVICES = 4
 APPEND = "console=ttyS0 panic=-1 rdinit=/init quiet"
-
-
-def build_init(tmp):
-    out = os.path.join(tmp, "decode-race")
-    argv = GCC + ["-o", out, os.path.join(HERE, "decode-race.c")]
-    print(f"build: {shlex.join(argv)}", flush=True)
-    if subprocess.run(argv).returncode:
-        raise OSError("building decode-race failed")
-    return out
 
 
 def qemu_argv(qemu, kernel, initrd, toggles):
@@ -88,13 +77,7 @@ def boot(argv, timeout):
 
 
 def main():
-    kernels = sorted(glob.glob("/boot/vmlinuz-*"), key=version_key)
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--qemu", default="qemu-system-x86_64",
-                    help="qemu-system-x86_64 to run (default: on PATH)")
-    ap.add_argument("--kernel", default=kernels[-1] if kernels else None,
-                    help="the guest's kernel (default: the newest /boot/vmlinuz-*)")
-    ap.add_argument("--init", help="a built decode-race (default: build decode-race.c)")
+    ap = parser(__doc__, "decode-race")
     ap.add_argument("--boots", type=int, default=5, help="boots at most (default 5)")
     ap.add_argument("--toggles", type=int, default=3000,
                     help="rounds over the devices per boot (default 3000)")
@@ -106,16 +89,10 @@ def main():
         return 2
     with tempfile.TemporaryDirectory(prefix="decode-race.") as tmp:
         try:
-            init = args.init or build_init(tmp)
-            initrd = os.path.join(tmp, "initramfs.cpio")
-            with open(init, "rb") as f, open(initrd, "wb") as out:
-                out.write(initramfs(f.read()))
+            initrd = prepare(args, tmp, "decode-race")
             argv = qemu_argv(args.qemu, args.kernel, initrd, args.toggles)
             print(f"qemu: {shlex.join(argv)}", flush=True)
-            version = subprocess.run([args.qemu, "--version"], capture_output=True,
-                                     text=True, timeout=30).stdout.splitlines()
-            print(f"qemu: {version[0] if version else '(no --version output)'}", flush=True)
-        except (OSError, subprocess.SubprocessError) as e:
+        except (Failure, OSError, subprocess.SubprocessError) as e:
             print(f"decode-race: could not run: {e}", file=sys.stderr)
             return 2
         for n in range(1, args.boots + 1):

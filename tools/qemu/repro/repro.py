@@ -305,13 +305,39 @@ def version_key(path):
     return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", path)]
 
 
-def build_init(tmp):
-    out = os.path.join(tmp, "tb-stale")
-    argv = GCC + ["-o", out, os.path.join(HERE, "tb-stale.c")]
+def build_init(tmp, name="tb-stale"):
+    """name.c of this directory, built static into tmp: the guest's init."""
+    out = os.path.join(tmp, name)
+    argv = GCC + ["-o", out, os.path.join(HERE, f"{name}.c")]
     print(f"build: {shlex.join(argv)}", flush=True)
     if subprocess.run(argv).returncode:
-        raise Failure("building tb-stale failed")
+        raise Failure(f"building {name} failed")
     return out
+
+
+def prepare(args, tmp, name):
+    """The initramfs of args.init (built from name.c when not given) in
+    tmp, with QEMU's version printed: its path."""
+    init = args.init or build_init(tmp, name)
+    initrd = os.path.join(tmp, "initramfs.cpio")
+    with open(init, "rb") as f, open(initrd, "wb") as out:
+        out.write(initramfs(f.read()))
+    version = subprocess.run([args.qemu, "--version"], capture_output=True, text=True,
+                             timeout=30).stdout.splitlines()
+    print(f"qemu: {version[0] if version else '(no --version output)'}", flush=True)
+    return initrd
+
+
+def parser(doc, name):
+    """The options both reproducers take: --qemu, --kernel, --init (name)."""
+    kernels = sorted(glob.glob("/boot/vmlinuz-*"), key=version_key)
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--qemu", default="qemu-system-x86_64",
+                    help="qemu-system-x86_64 to run (default: on PATH)")
+    ap.add_argument("--kernel", default=kernels[-1] if kernels else None,
+                    help="the guest's kernel (default: the newest /boot/vmlinuz-*)")
+    ap.add_argument("--init", help=f"a built {name} (default: build {name}.c)")
+    return ap
 
 
 def qemu_argv(qemu, kernel, initrd, sock, append=""):
@@ -345,16 +371,10 @@ def wait_freed(qmp, item, listings, deadline):
 def run(args, tmp):
     start = time.monotonic()
     deadline = start + args.timeout
-    init = args.init or build_init(tmp)
-    initrd = os.path.join(tmp, "initramfs.cpio")
-    with open(init, "rb") as f, open(initrd, "wb") as out:
-        out.write(initramfs(f.read()))
+    initrd = prepare(args, tmp, "tb-stale")
     sock = os.path.join(tmp, "qmp.sock")
     argv = qemu_argv(args.qemu, args.kernel, initrd, sock, args.append)
     print(f"qemu: {shlex.join(argv)}", flush=True)
-    version = subprocess.run([args.qemu, "--version"], capture_output=True, text=True,
-                             timeout=30).stdout.splitlines()
-    print(f"qemu: {version[0] if version else '(no --version output)'}", flush=True)
 
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
@@ -411,13 +431,7 @@ def run(args, tmp):
 
 
 def main():
-    kernels = sorted(glob.glob("/boot/vmlinuz-*"), key=version_key)
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--qemu", default="qemu-system-x86_64",
-                    help="qemu-system-x86_64 to run (default: on PATH)")
-    ap.add_argument("--kernel", default=kernels[-1] if kernels else None,
-                    help="the guest's kernel (default: the newest /boot/vmlinuz-*)")
-    ap.add_argument("--init", help="a built tb-stale (default: build tb-stale.c)")
+    ap = parser(__doc__, "tb-stale")
     ap.add_argument("--same-backend", action="store_true",
                     help="the control: add the second DIMM on the first one's backend")
     ap.add_argument("--append", default="",

@@ -51,6 +51,14 @@ def table(head, rows):
     return "\n".join(out)
 
 
+def mem_row(r):
+    """(RAM GiB, index bytes, descriptor bytes) of a "memory" row of
+    pfn_bench.csv, which keeps them in its lookups, ratio_vs_array and
+    ratio_vs_flat columns."""
+    return (int(r["lookups"]) / (1 << 18), int(r["ratio_vs_array"].split(".")[0]),
+            int(r["ratio_vs_flat"].split(".")[0]))
+
+
 def sectab_shifts():
     """(pages per pfndir chunk, pages per sparse section) as log2, from mm/sectab.h."""
     top = os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..", "..")
@@ -94,8 +102,7 @@ def pfndir_limits(ns, mem, cg):
     chunk_mib, sec_mib = (1 << shift) * 4 // 1024, (1 << sec_shift) * 4 // 1024
     bpg = {}
     for r in mem:
-        gib = int(r["lookups"]) / (1 << 18)
-        idx = int(r["ratio_vs_array"].split(".")[0])
+        gib, idx, _ = mem_row(r)
         bpg.setdefault(r["workload"], {})[r["variant"]] = idx / gib
     mems = [(w, v["sparse"], v["pfndir"]) for w, v in bpg.items() if "sparse" in v and "pfndir" in v]
     if mems:
@@ -115,8 +122,8 @@ def pfndir_limits(ns, mem, cg):
         f"pointer per segment in it. "
         f"A word per {sec_mib} MiB would fit under sparse, but a boundary that is not "
         f"{sec_mib} MiB aligned (here, a hole of half a DIMM of an odd number of sections) "
-        f"would then need a second level under the word, another dependent load on the very lookups that "
-        f"are over 1.10x: the two limits pull this design in opposite directions.")
+        f"would then need a second level under the word, another dependent load on the very "
+        f"lookups that are over 1.10x: the two limits pull this design in opposite directions.")
     out.append("")
     return out
 
@@ -258,8 +265,7 @@ def main():
     if mem:
         trs = []
         for r in mem:
-            ram_gib = int(r["lookups"]) / (1 << 18)
-            idx, desc = int(r["ratio_vs_array"].split(".")[0]), int(r["ratio_vs_flat"].split(".")[0])
+            ram_gib, idx, desc = mem_row(r)
             trs.append([r["workload"], r["variant"], f"{ram_gib:,.2f}", f"{idx:,}", f"{desc:,}",
                         f"{idx / ram_gib:,.0f}", f"{(idx + desc) / ram_gib:,.0f}"])
         md.append("## Memory overhead (index = the lookup structure; desc = segment descriptors and handles)")
@@ -335,8 +341,8 @@ def main():
                 for w in wls:
                     rr = [r for r in mem if r["workload"] == w and base(r["variant"]) == v]
                     if rr:
-                        g = int(rr[0]["lookups"]) / (1 << 18)
-                        vals.append(int(rr[0]["ratio_vs_array"].split(".")[0]) / g + 1)
+                        g, idx, _ = mem_row(rr[0])
+                        vals.append(idx / g + 1)
                     else:
                         vals.append(0)
                 ax[2].bar([j + i * width for j in range(len(wls))], vals, width, label=v)
