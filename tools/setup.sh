@@ -57,10 +57,10 @@ QEMU_HDR="$BUILD/qemu-plugin/qemu-plugin.h"
 APT_PACKAGES=(
 	linux-image-amd64 linux-headers-amd64 linux-source-6.1
 	linux-image-6.12-amd64 linux-headers-6.12-amd64 linux-source-6.12
-	busybox-static udev kmod
+	busybox-static udev kmod procps mount file binutils
 	sparse bpftrace linux-perf dwarves valgrind
 	python3 python3-venv xz-utils bc numactl libnuma-dev
-	gcc-12 make perl rsync libglib2.0-dev pkg-config curl
+	gcc gcc-12 make perl rsync libglib2.0-dev pkg-config curl
 	flex bison libelf-dev
 	dkms
 	ndctl daxctl
@@ -207,6 +207,9 @@ if [ -n "$need_apt" ] || { [ -n "$need_bpo" ] && [ "$check_only" = 0 ]; }; then
 			}
 		fi
 		rm -f "$BUILD.apt.log"
+		# In the lab's root (tools/lab/lab.sh) the downloaded packages
+		# are only disk.
+		[ "${MEMHP_IN_LAB:-}" != 1 ] || apt-get clean
 		need_apt=$(apt_missing)
 		[ -z "$need_apt" ] || { echo "setup: still missing: $need_apt" >&2; exit 1; }
 		need_bpo=$(bpo_missing)
