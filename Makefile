@@ -8,6 +8,34 @@
 # kernels and KDIR=/path/to/tree any other configured tree.
 
 TOP	:= $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+
+# LAB=root: every target runs inside the lab's own Debian root in the
+# cache, as a normal user too, and nothing is installed on the host
+# (tools/lab/lab.sh; Documentation/admin-guide/lab-root.rst). LAB=host,
+# the default, installs what the suite needs on the host (root or sudo).
+LAB	?= host
+comma	:= ,
+
+.PHONY: lab-check lab-clean
+# The host prerequisites of LAB=root.
+lab-check:
+	@$(TOP)/tools/lab/lab.sh check
+# Removes the cache of LAB=root, its roots included.
+lab-clean:
+	@$(TOP)/tools/lab/lab.sh clean
+
+LAB_GOALS := $(filter-out lab-check lab-clean,$(or $(MAKECMDGOALS),all))
+ifeq ($(LAB)$(MEMHP_IN_LAB),root)
+ifneq ($(LAB_GOALS),)
+# Outside the root: the same make inside it. The trees KDIR= and KERNEL=
+# name are mounted there at their own paths.
+.PHONY: lab-enter $(LAB_GOALS)
+$(LAB_GOALS): lab-enter ; @:
+lab-enter:
+	+@MEMHP_LAB_BINDS="$(KDIR) $(subst $(comma), ,$(KERNEL))" \
+		$(TOP)/tools/lab/lab.sh enter $(MAKE) --no-print-directory -C $(TOP) $(LAB_GOALS)
+endif
+else
 BUILD	:= $(TOP)/build
 KSRC	:= $(BUILD)/ksrc
 VENV	:= $(TOP)/.venv
@@ -38,7 +66,6 @@ KVER_DEFAULT := $(call newest-release,$(firstword $(KERNEL_PATTERNS)))
 # with KDIR=<tree>, its bzImage boots with its own modules), or a series
 # or release of tools/kernels.tsv. `make kconfig` prints the options the
 # suite needs (Documentation/testing.rst, "Your kernel").
-comma := ,
 KERNEL_TREES := $(foreach k,$(subst $(comma), ,$(KERNEL)),$(if $(findstring /,$(k)),$(k)))
 ifneq ($(KERNEL),)
 override CHECK_ARGS += --kernels $(KERNEL)
@@ -381,3 +408,5 @@ help:
 	@echo '  make dkms-check    DKMS builds every module of dkms.conf in a scratch tree'
 	@echo '  make clean'
 	@echo 'Guest runner: tools/testing/vm/memhp-vm --help'
+
+endif # LAB=root outside the root

@@ -1,0 +1,264 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The lab's own Debian root: the suite's host side (kernels, compilers,
+# QEMU, virtme-ng, the guests' userland) lives in a Debian bookworm root
+# under the cache, not on the host, and every make target runs inside it.
+#
+#   lab.sh check          the host prerequisites; what is missing is printed
+#                         with the install line of each distribution
+#   lab.sh root           makes the root if it is not there (mmdebstrap)
+#   lab.sh enter CMD...   CMD inside the root (made first if needed)
+#   lab.sh clean          removes the cache, roots included
+#   lab.sh path           prints the root's path
+#
+# The cache is MEMHP_CACHE, by default $XDG_CACHE_HOME/memhp-lab (else
+# ~/.cache/memhp-lab). It holds:
+#
+#   root/    the bookworm root. tools/setup.sh runs inside it and installs
+#            there what it used to install on the host: the 6.1 and 6.12
+#            kernels, QEMU 10 from bookworm-backports, the compilers,
+#            sparse, dkms, bpftrace, ndctl, daxctl and numactl. The guests
+#            boot with it as their root file system (virtme-ng exports the
+#            root it runs in).
+#   cache/   seen inside the root as /var/cache/memhp-lab: 7.3's packages,
+#            its trixie build root (gcc-14), QEMU's source tarballs and the
+#            patched QEMU builds.
+#
+# A normal user gets a user namespace in which root is the user and uids
+# 1-65535 are the user's subordinate ids (/etc/subuid, newuidmap): files
+# the suite writes in the clone stay the user's, and the packages in the
+# root keep their owners. Root gets the same layout without a user
+# namespace. Either way the root, the clone (at its own path), the cache,
+# /dev, /sys and /tmp are mounted in a mount namespace of the command's
+# own, and a PID namespace ends every process of the command with it.
+
+set -euo pipefail
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+CACHE=${MEMHP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/memhp-lab}
+ROOT="$CACHE/root"
+SUITE=bookworm
+# What the root starts with; tools/setup.sh, run inside, installs the rest.
+ROOT_PACKAGES=apt,ca-certificates,make,git,python3,python3-venv,curl,xz-utils,mmdebstrap,uidmap,util-linux
+
+say() { echo "lab: $*" >&2; }
+
+# The Debian mirror: MEMHP_MIRROR, else the host's own when it is Debian,
+# else deb.debian.org.
+mirror()
+{
+	local uri=${MEMHP_MIRROR:-}
+
+	[ -n "$uri" ] || uri=$(sed -n 's/^URIs:[[:space:]]*//p' \
+		/etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)
+	echo "${uri:-http://deb.debian.org/debian}"
+}
+
+subid()
+{
+	awk -F: -v u="$(id -un)" -v n="$(id -u)" \
+		'($1 == u || $1 == n) && $3 >= 65536 { print $2; exit }' "$1" 2>/dev/null
+}
+
+# --- prerequisites --------------------------------------------------------
+# Each line: command, then its package on Debian/Ubuntu, Fedora and Arch.
+PREREQS="git git git git
+make make make make
+mmdebstrap mmdebstrap mmdebstrap mmdebstrap
+unshare util-linux util-linux util-linux"
+PREREQS_USER="newuidmap uidmap shadow-utils shadow
+newgidmap uidmap shadow-utils shadow"
+KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+
+cmd_check()
+{
+	local missing=() deb=() fed=() arch=() c d f a problems=()
+
+	while read -r c d f a; do
+		command -v "$c" >/dev/null 2>&1 || { missing+=("$c"); deb+=("$d"); fed+=("$f"); arch+=("$a"); }
+	done <<< "$PREREQS"
+	if [ "$(id -u)" != 0 ]; then
+		while read -r c d f a; do
+			command -v "$c" >/dev/null 2>&1 || [ -x "/usr/bin/$c" ] ||
+				{ missing+=("$c"); deb+=("$d"); fed+=("$f"); arch+=("$a"); }
+		done <<< "$PREREQS_USER"
+	fi
+	# mmdebstrap checks bookworm's Release files with Debian's archive keys.
+	if [ ! -r "$KEYRING" ] && ! [ -r /etc/apt/trusted.gpg.d/debian-archive-bookworm-stable.asc ]; then
+		missing+=("$KEYRING"); deb+=(debian-archive-keyring)
+		fed+=(debian-keyring); arch+=(debian-archive-keyring)
+	fi
+	if [ "${#missing[@]}" -gt 0 ]; then
+		say "missing on this host: ${missing[*]}"
+		say "  Debian/Ubuntu: sudo apt install ${deb[*]}"
+		say "  Fedora:        sudo dnf install ${fed[*]}"
+		say "  Arch:          sudo pacman -S --needed ${arch[*]}"
+		problems+=(packages)
+	fi
+	if [ "$(id -u)" != 0 ]; then
+		if [ -z "$(subid /etc/subuid)" ] || [ -z "$(subid /etc/subgid)" ]; then
+			say "$(id -un) has no 65536 subordinate uids and gids in /etc/subuid and /etc/subgid"
+			say "  every distribution: sudo usermod --add-subuids 100000-165535 --add-subgids 100000-165535 $(id -un)"
+			problems+=(subids)
+		elif ! unshare --user true 2>/dev/null; then
+			say "user namespaces are disabled for $(id -un) (unshare --user fails)"
+			say "  Debian/Ubuntu: sudo sysctl kernel.unprivileged_userns_clone=1; Ubuntu 24.04 and later: sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0"
+			problems+=(userns)
+		fi
+	fi
+	[ "${#problems[@]}" = 0 ]
+}
+
+# --- namespaces -----------------------------------------------------------
+# ns CMD...: CMD as root of new mount and PID namespaces (and, for a normal
+# user, of a user namespace: root is the user, 1-65535 its subordinate
+# ids). Standard input, output and the exit status are CMD's.
+ns()
+{
+	local pid uid gid subu subg rc=0
+
+	if [ "$(id -u)" = 0 ]; then
+		unshare --mount --propagation private --pid --fork "$@"
+		return
+	fi
+	uid=$(id -u) gid=$(id -g) subu=$(subid /etc/subuid) subg=$(subid /etc/subgid)
+	# The child waits until its ids are mapped; newuidmap can map a process
+	# only once it is in the new user namespace.
+	# shellcheck disable=SC2016
+	unshare --user --mount --propagation private --pid --fork \
+		sh -c 'until read -r _ </proc/self/uid_map; do sleep 0.01; done; exec "$@"' \
+		lab-ns "$@" <&0 &
+	pid=$!
+	while [ "$(readlink "/proc/$pid/ns/user" 2>/dev/null)" = "$(readlink /proc/self/ns/user)" ]; do
+		sleep 0.01
+	done
+	if ! newuidmap "$pid" 0 "$uid" 1 1 $((subu + 1)) 65535 ||
+	   ! newgidmap "$pid" 0 "$gid" 1 1 $((subg + 1)) 65535; then
+		kill "$pid" 2>/dev/null || true
+		say "cannot map the subordinate ids (lab.sh check)"
+		return 1
+	fi
+	wait "$pid" || rc=$?
+	return "$rc"
+}
+
+# --- the root -------------------------------------------------------------
+cmd_root()
+{
+	local tmp log
+
+	[ -x "$ROOT/usr/bin/apt-get" ] && return 0
+	cmd_check || exit 1
+	mkdir -p "$CACHE/cache"
+	tmp="$ROOT.new"
+	log="$CACHE/root.log"
+	say "making the lab's Debian $SUITE root in $ROOT (mmdebstrap, about 60 MB to download; log $log)"
+	rm -rf "$tmp" 2>/dev/null || ns rm -rf "$tmp"
+	mkdir -p "$tmp"
+	# Root mode in the namespace: the root's files are the user's, the
+	# packages' own users and groups its subordinate ids.
+	if ! ns mmdebstrap --mode=root --variant=apt --include="$ROOT_PACKAGES" \
+		--aptopt='Acquire::Retries "3"' \
+		"$SUITE" "$tmp" \
+		"deb $(mirror) $SUITE main" \
+		"deb $(mirror) $SUITE-updates main" \
+		"deb $(mirror)-security $SUITE-security main" > "$log" 2>&1; then
+		say "mmdebstrap failed; last lines of $log:"
+		tail -n 20 "$log" >&2
+		exit 1
+	fi
+	mv "$tmp" "$ROOT"
+	say "root ready: $(du -sh "$ROOT" 2>/dev/null | cut -f1) in $ROOT"
+}
+
+# How the host's apt reaches the mirror (proxies; a mirror that is a
+# snapshot, whose Release files have expired), for the root's apt too.
+HOST_APT_CONF='^Acquire::(Check-Valid-Until|Check-Date|Max-ValidTime|https?::Proxy|Retries) '
+
+host_apt_conf()
+{
+	local conf="$ROOT/etc/apt/apt.conf.d/00memhp-host" new
+
+	command -v apt-config >/dev/null 2>&1 || return 0
+	new=$(apt-config dump | grep -E "$HOST_APT_CONF" || true)
+	[ "$new" = "$(cat "$conf" 2>/dev/null)" ] || echo "$new" > "$conf"
+}
+
+# The environment inside: the caller's, with the root's PATH and HOME and
+# without what names places of the host.
+ENV_DROP="XDG_RUNTIME_DIR XDG_CONFIG_HOME XDG_DATA_HOME XDG_CACHE_HOME DBUS_SESSION_BUS_ADDRESS PIP_FIND_LINKS VIRTUAL_ENV"
+
+cmd_enter()
+{
+	local v binds=() d
+
+	[ "$#" -gt 0 ] || set -- bash
+	cmd_root
+	host_apt_conf
+	# Directories the command names that live outside the clone (KDIR=,
+	# KERNEL= trees): mounted at their own paths too.
+	for v in ${MEMHP_LAB_BINDS:-}; do
+		[ -d "$v" ] && binds+=("$(cd "$v" && pwd -P)")
+	done
+	for v in $ENV_DROP; do
+		unset "$v"
+	done
+	export MEMHP_IN_LAB=1 HOME=/root
+	export PATH=/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin
+	# shellcheck disable=SC2016
+	ns sh -ec '
+		root=$1 top=$2 cache=$3 cwd=$4 nbinds=$5
+		shift 5
+		bind() {
+			mkdir -p "$root$2"
+			mount --bind "$1" "$root$2"
+		}
+		# The root a mount of its own: inside, / is then a mount point,
+		# whose propagation unshare --mount can change.
+		mount --bind "$root" "$root"
+		mount --rbind /dev "$root/dev"
+		mount --rbind /sys "$root/sys"
+		mount -t proc proc "$root/proc"
+		mount --rbind /tmp "$root/tmp"
+		bind "$top" "$top"
+		bind "$cache" /var/cache/memhp-lab
+		while [ "$nbinds" -gt 0 ]; do
+			bind "$1" "$1"
+			shift
+			nbinds=$((nbinds - 1))
+		done
+		# The host network settings and trust store (a proxy CA).
+		[ ! -r /etc/resolv.conf ] || mount --bind /etc/resolv.conf "$root/etc/resolv.conf"
+		[ ! -r /etc/ssl/certs/ca-certificates.crt ] ||
+			mount --bind /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
+		# The caller'"'"'s directory when the root shows it (the clone), else the clone.
+		exec chroot "$root" sh -c '"'"'cd "$1" 2>/dev/null || cd "$2"; shift 2; exec "$@"'"'"' \
+			lab-cd "$cwd" "$top" "$@"
+	' lab-enter "$ROOT" "$TOP" "$CACHE/cache" "$PWD" "${#binds[@]}" "${binds[@]}" "$@"
+}
+
+cmd_clean()
+{
+	[ -d "$CACHE" ] || { say "no cache at $CACHE"; return 0; }
+	say "removing $CACHE ($(du -sh "$CACHE" 2>/dev/null | cut -f1))"
+	# Files of the packages' own users are subordinate ids: removed from
+	# inside the namespace, where they are the user's.
+	if [ "$(id -u)" = 0 ]; then
+		rm -rf "$CACHE"
+	else
+		ns rm -rf "$CACHE"
+		rmdir "$CACHE" 2>/dev/null || true
+	fi
+}
+
+case "${1:-}" in
+check) cmd_check && say "host prerequisites present" ;;
+root) cmd_root; echo "$ROOT" ;;
+enter) shift; cmd_enter "$@" ;;
+clean) cmd_clean ;;
+path) echo "$ROOT" ;;
+*)
+	sed -n '3,/^$/{/^#/p}' "$0" | sed 's/^# \{0,1\}//' >&2
+	exit 2 ;;
+esac
