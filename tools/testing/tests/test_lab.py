@@ -68,3 +68,17 @@ def test_host_goals_do_not_enter_the_root():
     assert r.returncode == 0, r.stderr
     assert "lab.sh check" in r.stdout
     assert "lab.sh enter" not in r.stdout
+
+
+def test_kvm_advice_in_the_lab_names_the_host_group(memhp_vm, monkeypatch):
+    # /dev/kvm as the lab's user namespace shows it: group not mapped.
+    st = os.stat_result((0o20660, 1, 5, 1, 65534, 65534, 0, 0, 0, 0))
+    monkeypatch.setattr(memhp_vm.os, "stat", lambda path: st)
+    monkeypatch.setattr(memhp_vm.os, "access", lambda path, mode: False)
+    monkeypatch.setattr(memhp_vm, "overflow_gid", lambda: 65534)
+    monkeypatch.setenv("MEMHP_IN_LAB", "1")
+    why = memhp_vm.kvm_access()
+    assert "not mapped in the lab's user namespace" in why
+    assert "usermod -aG kvm" in why
+    monkeypatch.delenv("MEMHP_IN_LAB")
+    assert "not mapped" not in memhp_vm.kvm_access()
