@@ -135,6 +135,14 @@ add_apt_source()
 }
 missing=()
 
+# download_size [-t RELEASE] PACKAGE...: what apt-get install would
+# download for them, "N MB to download".
+download_size()
+{
+	apt-get install -qq --print-uris --no-install-recommends "$@" 2>/dev/null |
+		awk '{ s += $3 } END { printf "%.1f MB to download", s / 1e6 }'
+}
+
 # --- apt -------------------------------------------------------------------
 apt_missing() {
 	local p out=()
@@ -187,7 +195,7 @@ if [ -n "$need_apt" ] || { [ -n "$need_bpo" ] && [ "$check_only" = 0 ]; }; then
 		export DEBIAN_FRONTEND=noninteractive
 		$sudo_cmd apt-get update -q >/dev/null
 		if [ -n "$need_apt" ]; then
-			echo "setup: installing Debian packages: $need_apt"
+			echo "setup: installing Debian packages ($(download_size $need_apt)): $need_apt"
 			# shellcheck disable=SC2086
 			$sudo_cmd apt-get install -y -q --no-install-recommends $need_apt \
 				> "$BUILD.apt.log" 2>&1 || {
@@ -197,7 +205,7 @@ if [ -n "$need_apt" ] || { [ -n "$need_bpo" ] && [ "$check_only" = 0 ]; }; then
 			}
 		fi
 		if [ -n "$need_bpo" ]; then
-			echo "setup: installing from bookworm-backports: $need_bpo"
+			echo "setup: installing from bookworm-backports ($(download_size -t bookworm-backports $need_bpo)): $need_bpo"
 			# shellcheck disable=SC2086
 			$sudo_cmd apt-get install -y -q --no-install-recommends \
 				-t bookworm-backports $need_bpo >> "$BUILD.apt.log" 2>&1 || {
