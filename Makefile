@@ -16,15 +16,19 @@ TOP	:= $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 LAB	?= host
 comma	:= ,
 
-.PHONY: lab-check lab-clean
+.PHONY: lab-check lab-clean lab-selftest
 # The host prerequisites of LAB=root.
 lab-check:
 	@$(TOP)/tools/lab/lab.sh check
 # Removes the cache of LAB=root, its roots included.
 lab-clean:
 	@$(TOP)/tools/lab/lab.sh clean
+# The LAB=root flow on a fresh clone leaves the host unchanged (KTAP; as
+# root, LAB_SELFTEST_ARGS="--user NAME" runs it as NAME).
+lab-selftest:
+	@$(TOP)/tools/lab/selftest.sh $(LAB_SELFTEST_ARGS)
 
-LAB_GOALS := $(filter-out lab-check lab-clean,$(or $(MAKECMDGOALS),all))
+LAB_GOALS := $(filter-out lab-check lab-clean lab-selftest,$(or $(MAKECMDGOALS),all))
 ifeq ($(LAB)$(MEMHP_IN_LAB),root)
 ifneq ($(LAB_GOALS),)
 # Outside the root: the same make inside it. The trees KDIR= and KERNEL=
@@ -50,6 +54,7 @@ SETUP	:= $(TOP)/tools/setup.sh
 BUILD_ROOT ?= /var/cache/memhp-lab/trixie-root
 KERNELS_TABLE := $(TOP)/tools/kernels.tsv
 KERNEL_PATTERNS := $(shell awk -F'\t' '!/^\#/ && NF >= 2 { print $$2 }' $(KERNELS_TABLE))
+KERNEL_SERIES := $(shell awk -F'\t' '!/^\#/ && NF >= 2 { print $$1 }' $(KERNELS_TABLE))
 # $(call newest-release,ERE): the newest installed release a pattern matches.
 newest-release = $(shell ls /lib/modules $(BUILD_ROOT)/usr/lib/modules 2>/dev/null | \
 		 grep -xE '$(1)' | sort -uV | tail -n1)
@@ -99,7 +104,8 @@ KCC	:= $(shell sed -n 's/^CONFIG_CC_VERSION_TEXT="\{0,1\}\([^ "]*\).*/\1/p' \
 ifneq ($(KCC),)
 ifeq ($(shell command -v $(KCC)),)
 ifneq ($(wildcard $(BUILD_ROOT)/usr/bin/$(KCC)),)
-IN_ROOT	= $(TOP)/tools/in-build-root.sh $(BUILD_ROOT) $(TOP)
+IN_ROOT	= IN_BUILD_ROOT_BINDS="$(filter-out $(BUILD_ROOT)/% $(TOP)/%,$(abspath $(KDIR)))" \
+	  $(TOP)/tools/in-build-root.sh $(BUILD_ROOT) $(TOP)
 KMAKE	= $(IN_ROOT) make
 KDIR_K	= $(patsubst $(BUILD_ROOT)/%,/%,$(KDIR))
 endif
@@ -138,7 +144,7 @@ CHECKPATCH_FLAGS = --no-tree --strict --quiet --no-summary --show-types --terse 
 		   --ignore FILE_PATH_CHANGES,CAMELCASE -f
 
 .PHONY: all modules modules-all mod-tree kver-check clean clean-modules setup setup-check checkpatch sparse unit \
-	selftests check check-long run help install dkms-install dkms-check vm-shell print-kver print-kvers \
+	selftests check check-long run help install dkms-install dkms-check vm-shell print-kver print-kvers print-build-root \
 	setup-7.3 count profile unit-c unit-py
 
 all: modules
@@ -305,12 +311,14 @@ soak: setup-check modules selftests
 		'SOAK_OPS=$(SOAK_OPS) SOAK_SEED=$(SOAK_SEED) tools/testing/selftests/memhp/soak.sh'
 
 # The selftests on a debug kernel (KASAN, lockdep, DEBUG_VM, DEBUG_PAGEALLOC,
-# PAGE_OWNER, kmemleak) built from linux-source-6.1 into build/debug-kernel/
-# (once; later runs reuse it), then a kmemleak scan; CHECK_DEBUG_ARGS=
-# "--series 6.12" builds from linux-source-6.12 into build/debug-kernel-6.12/
-# instead. CHECK_DEBUG_ARGS="--help" for options.
+# KFENCE, PAGE_OWNER, kmemleak, fault injection) built from Debian's
+# linux-source-6.1 into build/debug-kernel/ (once; later runs reuse it),
+# then a kmemleak scan; KVER=<series> (6.12, 7.3) builds that series'
+# source into build/debug-kernel-<series>/ instead. CHECK_DEBUG_ARGS=
+# "--help" for options.
 check-debug: setup-check
-	@$(TOP)/tools/testing/debug/check-debug.sh $(CHECK_DEBUG_ARGS)
+	@$(TOP)/tools/testing/debug/check-debug.sh \
+		$(if $(filter $(KERNEL_SERIES),$(KVER)),--series $(KVER)) $(CHECK_DEBUG_ARGS)
 
 # An interactive-free guest shell command: make vm-shell CMD='cat /proc/meminfo'
 vm-shell: setup-check $(if $(KERNEL_TREES),tree-modules,modules-all)
@@ -366,6 +374,9 @@ print-kver:
 
 print-kvers:
 	@echo $(KVERS)
+
+print-build-root:
+	@echo $(BUILD_ROOT)
 
 help:
 	@echo 'memhp-lab targets (KVER=$(KVER), KDIR=$(KDIR); kernels: $(KVERS))'
