@@ -9,7 +9,8 @@
 # not on the host: Debian's 7.3 from trixie-backports wants gcc-14, and
 # `tools/setup.sh --kernel 7.3` makes ROOT, a trixie root with gcc-14,
 # sparse (sid's, in /usr/local/bin) and the 7.3 headers. PATH is the
-# root's own.
+# root's own. IN_BUILD_ROOT_BINDS names more directories to mount at
+# their own paths (a kernel tree outside TOP that KDIR= names).
 
 set -euo pipefail
 
@@ -30,11 +31,22 @@ if [ "$(id -u)" != 0 ]; then
 	exit 1
 fi
 mkdir -p "$root$top"
+binds=()
+for d in ${IN_BUILD_ROOT_BINDS:-}; do
+	[ -d "$d" ] || continue
+	mkdir -p "$root$d"
+	binds+=("$d")
+done
 # shellcheck disable=SC2016
 exec unshare --mount --propagation private sh -ec '
-	root=$1 top=$2
-	shift 2
+	root=$1 top=$2 n=$3
+	shift 3
 	mount --bind "$top" "$root$top"
+	while [ "$n" -gt 0 ]; do
+		mount --bind "$1" "$root$1"
+		shift
+		n=$((n - 1))
+	done
 	mount -t proc proc "$root/proc"
 	exec chroot "$root" env PATH=/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin "$@"
-' in-build-root "$root" "$top" "$@"
+' in-build-root "$root" "$top" "${#binds[@]}" "${binds[@]}" "$@"

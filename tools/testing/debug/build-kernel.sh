@@ -7,20 +7,24 @@
 #
 #   --series 6.1   linux-source-6.1 into build/debug-kernel/ (the default)
 #   --series 6.12  linux-source-6.12 into build/debug-kernel-6.12/
+#   --series 7.3   linux-source-7.3 into build/debug-kernel-7.3/, built in
+#                  the trixie build root (gcc-14)
 #
 # (/usr/src/linux-source-SERIES.tar.xz, which `make setup` installs.) An
 # existing build made from the same config fragment is reused (make only
 # rebuilds what changed, usually nothing).
 #
 # Config: x86_64 defconfig, then virtme-ng's minimal guest options, then
+# the suite's options (make kconfig, built in), then
 # tools/testing/debug/memhp-debug.config (which wins), then olddefconfig.
-# Every fragment line is checked to have landed in .config.
+# Every line of the debug fragment is checked to have landed in .config;
+# the suite's options this kernel lacks are named.
 #
 # The build runs with `nice -n 19` and JOBS (default: nproc) jobs, so it
 # only takes idle CPU. About 30 min on 2 idle cores for 6.1; 6.12 is
 # bigger (over an hour).
 #
-# usage: build-kernel.sh [--series 6.1|6.12] [--config-only|--print-dir]
+# usage: build-kernel.sh [--series 6.1|6.12|7.3] [--config-only|--print-dir]
 # (--config-only: extract and configure, print the .config path, no build;
 # --print-dir: print the series' build directory, nothing else)
 
@@ -43,12 +47,30 @@ done
 case "$series" in
 6.1) DEBUG="$TOP/build/debug-kernel" ;;
 6.12) DEBUG="$TOP/build/debug-kernel-6.12" ;;
-*) echo "build-kernel: --series '$series': 6.1 or 6.12" >&2; exit 2 ;;
+7.3) DEBUG="$TOP/build/debug-kernel-7.3" ;;
+*) echo "build-kernel: --series '$series': 6.1, 6.12 or 7.3" >&2; exit 2 ;;
 esac
 [ "$print_dir" = 1 ] && { echo "$DEBUG"; exit 0; }
 SRC_TAR=${SRC_TAR:-/usr/src/linux-source-$series.tar.xz}
+# 7.3 wants gcc-14: its source comes from the linux-source-7.3 package
+# tools/setup.sh keeps, and every make runs in the trixie build root
+# (tools/in-build-root.sh; the tree is under TOP, at the same path there).
+RUN=()
+KARGS=()
+if [ "$series" = 7.3 ]; then
+	BUILD_ROOT=$(make -s -C "$TOP" --no-print-directory print-build-root)
+	RUN=("$TOP/tools/in-build-root.sh" "$BUILD_ROOT" "$TOP")
+	KARGS=(CC=gcc-14 HOSTCC=gcc-14)
+	src_deb=$(ls "${MEMHP_CACHE:-/var/cache/memhp-lab}"/7.3/debs/linux-source-7.3_*.deb 2>/dev/null | tail -n1)
+	if [ ! -r "$SRC_TAR" ] && [ -n "$src_deb" ]; then
+		SRC_TAR="$DEBUG/linux-source-7.3.tar.xz"
+		[ -r "$SRC_TAR" ] || { mkdir -p "$DEBUG" &&
+			dpkg-deb --fsys-tarfile "$src_deb" | tar -xO ./usr/src/linux-source-7.3.tar.xz > "$SRC_TAR"; }
+	fi
+fi
 KTREE="$DEBUG/linux-source-$series"
 FRAGMENT="$TOP/tools/testing/debug/memhp-debug.config"
+SUITE_CONFIG="$TOP/tools/testing/selftests/memhp/config"
 JOBS=${JOBS:-$(nproc)}
 CONFIGURE="$TOP/.venv/bin/virtme-configkernel"
 
@@ -62,34 +84,54 @@ if [ ! -f "$KTREE/Makefile" ]; then
 	[ -f "$KTREE/Makefile" ] || { say "$SRC_TAR has no linux-source-$series/"; exit 1; }
 fi
 
-# (Re)configure when the fragment changed since the last configuration.
-stamp="$DEBUG/.config-stamp"
-want=$(sha256sum "$FRAGMENT" | cut -d' ' -f1)
-if [ ! -f "$KTREE/.config" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-	say "configuring (defconfig + virtme-ng options + $(basename "$FRAGMENT"))"
-	make -s -C "$KTREE" defconfig >/dev/null
-	"$CONFIGURE" --dry-run | grep -E '^(# )?CONFIG_' > "$DEBUG/virtme.config"
-	(cd "$KTREE" && KCONFIG_CONFIG=.config scripts/kconfig/merge_config.sh -m \
-		.config "$DEBUG/virtme.config" "$FRAGMENT" >"$DEBUG/merge.log" 2>&1)
-	make -s -C "$KTREE" olddefconfig >/dev/null
-	bad=0
+# not_applied FRAGMENT: each of its lines that .config does not have.
+not_applied()
+{
+	local line sym
+
 	while read -r line; do
 		case "$line" in
 		CONFIG_*=*)
-			grep -qxF "$line" "$KTREE/.config" || { say "not applied: $line"; bad=1; } ;;
+			grep -qxF "$line" "$KTREE/.config" || echo "$line" ;;
 		"# CONFIG_"*" is not set")
 			sym=${line#\# }; sym=${sym%% *}
-			! grep -q "^$sym=" "$KTREE/.config" || { say "not applied: $line"; bad=1; } ;;
+			! grep -q "^$sym=" "$KTREE/.config" || echo "$line" ;;
 		esac
-	done < "$FRAGMENT"
-	[ "$bad" = 0 ] || { say "the fragment does not apply cleanly (see above)"; exit 1; }
+	done < "$1"
+}
+
+# (Re)configure when a fragment changed since the last configuration: the
+# build is cached by source version and configuration.
+stamp="$DEBUG/.config-stamp"
+want=$(cat "$SUITE_CONFIG" "$FRAGMENT" | sha256sum | cut -d' ' -f1)
+if [ ! -f "$KTREE/.config" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+	say "configuring (defconfig + virtme-ng options + the suite's config + $(basename "$FRAGMENT"))"
+	"${RUN[@]}" make -s -C "$KTREE" "${KARGS[@]}" defconfig >/dev/null
+	"$CONFIGURE" --dry-run | grep -E '^(# )?CONFIG_' > "$DEBUG/virtme.config"
+	# The suite's options built in: a debug kernel boots without modules
+	# of its own, and our modules are all it loads.
+	sed 's/=m$/=y/' "$SUITE_CONFIG" > "$DEBUG/suite.config"
+	"${RUN[@]}" env -C "$KTREE" KCONFIG_CONFIG=.config scripts/kconfig/merge_config.sh -m \
+		.config "$DEBUG/virtme.config" "$DEBUG/suite.config" "$FRAGMENT" >"$DEBUG/merge.log" 2>&1
+	"${RUN[@]}" make -s -C "$KTREE" "${KARGS[@]}" olddefconfig >/dev/null
+	# The debug options must all be there; an option of the suite's that
+	# this kernel lacks (6.1 has no DEV_DAX_CXL) is the SKIP of the test
+	# that needs it, which the runner names.
+	gaps=$(not_applied "$DEBUG/suite.config")
+	[ -z "$gaps" ] || say "the suite's options this kernel does not take: $(echo $gaps)"
+	bad=$(not_applied "$FRAGMENT")
+	if [ -n "$bad" ]; then
+		echo "$bad" | sed 's/^/build-kernel: not applied: /' >&2
+		say "$(basename "$FRAGMENT") does not apply cleanly (see above)"
+		exit 1
+	fi
 	echo "$want" > "$stamp"
 fi
 
 [ "$config_only" = 1 ] && { echo "$KTREE/.config"; exit 0; }
 
 say "building with $JOBS jobs at nice 19 (log: $DEBUG/build.log)"
-if ! nice -n 19 make -C "$KTREE" -j"$JOBS" all >"$DEBUG/build.log" 2>&1; then
+if ! nice -n 19 "${RUN[@]}" make -C "$KTREE" "${KARGS[@]}" -j"$JOBS" all >"$DEBUG/build.log" 2>&1; then
 	tail -30 "$DEBUG/build.log" >&2
 	say "kernel build failed"
 	exit 1

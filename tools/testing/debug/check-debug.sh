@@ -7,7 +7,9 @@
 #   1. tools/testing/debug/build-kernel.sh builds (or reuses) the kernel:
 #      by default from linux-source-6.1 in build/debug-kernel/ (about 30
 #      min on 2 idle cores); with --series 6.12 from linux-source-6.12 in
-#      build/debug-kernel-6.12/ (over an hour).
+#      build/debug-kernel-6.12/ (over an hour), with --series 7.3 from
+#      linux-source-7.3 in build/debug-kernel-7.3/, in the trixie build
+#      root (gcc-14).
 #   2. The repository is copied to DEBUG/tree (sources only),
 #      so that modules built against the debug kernel never replace the
 #      ones in the working tree; modules and selftests are built there
@@ -22,7 +24,7 @@
 #      cycles, operations, bytes verified), the totals and the kmemleak
 #      count. Logs: DEBUG/{suite,kmemleak}.log.
 #
-# Options: --series 6.1|6.12 (the kernel source, default 6.1), --tests
+# Options: --series 6.1|6.12|7.3 (the kernel source, default 6.1), --tests
 # a.sh,b (a subset), --build-only, --config-only (extract and configure
 # the kernel, no build, no guest), --skip-suite (only the kmemleak guest).
 # Environment: JOBS (build jobs), GUEST_TIMEOUT (s, per guest),
@@ -83,6 +85,7 @@ ln -sfn "$TOP/.venv" "$TREE/.venv"
 echo "timeout=$TEST_TIMEOUT" > "$TREE/tools/testing/selftests/memhp/settings"
 ln -sfn "$TOP/build/ksrc" "$TREE/build/ksrc"
 ln -sfn "$TOP/build/ksrc-6.12" "$TREE/build/ksrc-6.12"
+ln -sfn "$TOP/build/ksrc-7.3" "$TREE/build/ksrc-7.3"
 export KDIR="$KTREE"
 say "building modules and selftests against $KDIR in $TREE"
 make -s -C "$TREE" modules >"$DEBUG/modules.log" 2>&1 || { tail -30 "$DEBUG/modules.log"; exit 1; }
