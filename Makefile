@@ -14,7 +14,10 @@ TOP	:= $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 # (tools/lab/lab.sh; Documentation/admin-guide/lab-root.rst). LAB=host,
 # the default, installs what the suite needs on the host (root or sudo).
 LAB	?= host
+$(if $(filter-out host root,$(LAB)),$(error LAB=$(LAB): host or root))
 comma	:= ,
+# The lab's targets below come first in this file; the default is all.
+.DEFAULT_GOAL := all
 
 .PHONY: lab-check lab-clean lab-selftest
 # The host prerequisites of LAB=root.
@@ -33,10 +36,14 @@ ifeq ($(LAB)$(MEMHP_IN_LAB),root)
 ifneq ($(LAB_GOALS),)
 # Outside the root: the same make inside it. The trees KDIR= and KERNEL=
 # name are mounted there at their own paths.
+# make 4.4's jobserver is a named pipe the root's make 4.3 cannot name:
+# the inner make then runs its own -j. With -n the root is still made
+# when it is missing (lab-enter is a + recipe).
 .PHONY: lab-enter $(LAB_GOALS)
 $(LAB_GOALS): lab-enter ; @:
-lab-enter:
-	+@MEMHP_LAB_BINDS="$(KDIR) $(subst $(comma), ,$(KERNEL))" \
+lab-enter: $(filter lab-clean,$(MAKECMDGOALS))
+	+@MAKEFLAGS='$(subst ','\'',$(filter-out --jobserver-auth=fifo:%,$(MAKEFLAGS)))' \
+		MEMHP_LAB_BINDS="$(KDIR) $(subst $(comma), ,$(KERNEL))" \
 		$(TOP)/tools/lab/lab.sh enter $(MAKE) --no-print-directory -C $(TOP) $(LAB_GOALS)
 endif
 else

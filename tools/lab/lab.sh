@@ -44,15 +44,39 @@ ROOT_PACKAGES=apt,ca-certificates,make,git,python3,python3-venv,curl,xz-utils,mm
 
 say() { echo "lab: $*" >&2; }
 
-# The Debian mirror: MEMHP_MIRROR, else the host's own when it is Debian,
-# else deb.debian.org.
+# host_uri SECURITY: the first URI of the host's deb822 Debian sources
+# (/etc/apt/sources.list.d/debian.sources) whose suites are the security
+# suites (SECURITY=1) or not (0); nothing on another host.
+host_uri()
+{
+	awk -v sec="$1" 'BEGIN { RS = "" } {
+		uri = ""; s = 0
+		n = split($0, l, "\n")
+		for (i = 1; i <= n; i++) {
+			if (l[i] ~ /^URIs:/) { split(l[i], w, /[ \t]+/); uri = w[2] }
+			if (l[i] ~ /^Suites:.*-security/) s = 1
+		}
+		if (uri != "" && s == sec) { print uri; exit }
+	}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true
+}
+
+# The Debian mirror and the security mirror: MEMHP_MIRROR and
+# MEMHP_SECURITY_MIRROR, else the host's own when it is Debian, else
+# deb.debian.org.
 mirror()
 {
 	local uri=${MEMHP_MIRROR:-}
 
-	[ -n "$uri" ] || uri=$(sed -n 's/^URIs:[[:space:]]*//p' \
-		/etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)
+	[ -n "$uri" ] || uri=$(host_uri 0)
 	echo "${uri:-http://deb.debian.org/debian}"
+}
+
+security_mirror()
+{
+	local uri=${MEMHP_SECURITY_MIRROR:-}
+
+	[ -n "$uri" ] || uri=$(host_uri 1)
+	echo "${uri:-http://deb.debian.org/debian-security}"
 }
 
 subid()
@@ -114,28 +138,47 @@ cmd_check()
 # ns CMD...: CMD as root of new mount and PID namespaces (and, for a normal
 # user, of a user namespace: root is the user, 1-65535 its subordinate
 # ids). Standard input, output and the exit status are CMD's.
+# PID 1 of the command's PID namespace: the kernel gives PID 1 no signal
+# it has no handler for, so the command runs as its child, with SIGINT
+# and SIGQUIT at their defaults (a background job of a script starts with
+# them ignored), and PID 1 passes on what it is sent. WAIT_MAP=1: first
+# wait until the ids are mapped (the uid map is written last).
+# shellcheck disable=SC2016
+NS_INIT='
+	[ "$WAIT_MAP" != 1 ] || until read -r _ </proc/self/uid_map; do sleep 0.01; done
+	{ trap - INT QUIT; exec "$@"; } &
+	c=$!
+	for s in INT TERM HUP QUIT; do trap "kill -$s $c 2>/dev/null" "$s"; done
+	rc=0
+	while kill -0 "$c" 2>/dev/null; do wait "$c"; rc=$?; done
+	exit "$rc"'
+
 ns()
 {
 	local pid uid gid subu subg rc=0
 
 	if [ "$(id -u)" = 0 ]; then
-		unshare --mount --propagation private --pid --fork "$@"
+		WAIT_MAP=0 unshare --mount --propagation private --pid --fork --kill-child \
+			bash -c "$NS_INIT" lab-ns "$@"
 		return
 	fi
 	uid=$(id -u) gid=$(id -g) subu=$(subid /etc/subuid) subg=$(subid /etc/subgid)
-	# The child waits until its ids are mapped; newuidmap can map a process
-	# only once it is in the new user namespace.
-	# shellcheck disable=SC2016
-	unshare --user --mount --propagation private --pid --fork \
-		sh -c 'until read -r _ </proc/self/uid_map; do sleep 0.01; done; exec "$@"' \
-		lab-ns "$@" <&0 &
+	# newuidmap can map a process only once it is in the new user
+	# namespace.
+	{
+		trap - INT QUIT
+		WAIT_MAP=1 exec unshare --user --mount --propagation private --pid --fork \
+			--kill-child bash -c "$NS_INIT" lab-ns "$@"
+	} <&0 &
 	pid=$!
 	while [ "$(readlink "/proc/$pid/ns/user" 2>/dev/null)" = "$(readlink /proc/self/ns/user)" ]; do
 		sleep 0.01
 	done
-	if ! newuidmap "$pid" 0 "$uid" 1 1 $((subu + 1)) 65535 ||
-	   ! newgidmap "$pid" 0 "$gid" 1 1 $((subg + 1)) 65535; then
-		kill "$pid" 2>/dev/null || true
+	if ! newgidmap "$pid" 0 "$gid" 1 1 $((subg + 1)) 65535 ||
+	   ! newuidmap "$pid" 0 "$uid" 1 1 $((subu + 1)) 65535; then
+		# unshare ignores SIGTERM; --kill-child takes the child with it.
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
 		say "cannot map the subordinate ids (lab.sh check)"
 		return 1
 	fi
@@ -144,17 +187,44 @@ ns()
 }
 
 # --- the root -------------------------------------------------------------
+# lock MODE: the cache's lock on fd 9, shared (-s: a command runs in the
+# root) or exclusive (-x: the root is made or removed). fd 9 stays open in
+# the command, so the lock lasts as long as it.
+lock()
+{
+	mkdir -p "$CACHE"
+	exec 9>>"$CACHE/.lock"
+	flock "$1" 9
+}
+
+# rm_tree DIR: DIR and everything in it, also what the packages' own
+# users own (subordinate ids: removed from inside the namespace).
+rm_tree()
+{
+	[ -e "$1" ] || return 0
+	if [ "$(id -u)" = 0 ]; then
+		rm -rf "$1"
+	else
+		rm -rf "$1" 2>/dev/null || ns rm -rf "$1"
+	fi
+}
+
 cmd_root()
 {
 	local tmp log
 
 	[ -x "$ROOT/usr/bin/apt-get" ] && return 0
 	cmd_check || exit 1
+	lock -x
+	# Made by another run while this one waited.
+	[ -x "$ROOT/usr/bin/apt-get" ] && return 0
 	mkdir -p "$CACHE/cache"
 	tmp="$ROOT.new"
 	log="$CACHE/root.log"
 	say "making the lab's Debian $SUITE root in $ROOT (mmdebstrap, about 60 MB to download; log $log)"
-	rm -rf "$tmp" 2>/dev/null || ns rm -rf "$tmp"
+	# What an interrupted run left.
+	rm_tree "$tmp"
+	rm_tree "$ROOT"
 	mkdir -p "$tmp"
 	# Root mode in the namespace: the root's files are the user's, the
 	# packages' own users and groups its subordinate ids.
@@ -163,12 +233,12 @@ cmd_root()
 		"$SUITE" "$tmp" \
 		"deb $(mirror) $SUITE main" \
 		"deb $(mirror) $SUITE-updates main" \
-		"deb $(mirror)-security $SUITE-security main" > "$log" 2>&1; then
+		"deb $(security_mirror) $SUITE-security main" > "$log" 2>&1; then
 		say "mmdebstrap failed; last lines of $log:"
 		tail -n 20 "$log" >&2
 		exit 1
 	fi
-	mv "$tmp" "$ROOT"
+	mv -T "$tmp" "$ROOT"
 	say "root ready: $(du -sh "$ROOT" 2>/dev/null | cut -f1) in $ROOT"
 }
 
@@ -180,8 +250,12 @@ host_apt_conf()
 {
 	local conf="$ROOT/etc/apt/apt.conf.d/00memhp-host" new
 
-	command -v apt-config >/dev/null 2>&1 || return 0
-	new=$(apt-config dump | grep -E "$HOST_APT_CONF" || true)
+	# Written also when empty: the file marks the lab's root (a guest
+	# that sees it runs the root's userland).
+	new="// memhp-lab: the host's apt Acquire settings (tools/lab/lab.sh)"
+	if command -v apt-config >/dev/null 2>&1; then
+		new+=$'\n'$(apt-config dump | grep -E "$HOST_APT_CONF" || true)
+	fi
 	[ "$new" = "$(cat "$conf" 2>/dev/null)" ] || echo "$new" > "$conf"
 }
 
@@ -195,12 +269,15 @@ cmd_enter()
 
 	[ "$#" -gt 0 ] || set -- bash
 	cmd_root
+	lock -s
 	host_apt_conf
 	# Directories the command names that live outside the clone (KDIR=,
-	# KERNEL= trees): mounted at their own paths too.
+	# KERNEL= trees): mounted at the paths named.
+	set -f
 	for v in ${MEMHP_LAB_BINDS:-}; do
-		[ -d "$v" ] && binds+=("$(cd "$v" && pwd -P)")
+		[ -d "$v" ] && binds+=("$(cd "$v" && pwd)")
 	done
+	set +f
 	for v in $ENV_DROP; do
 		unset "$v"
 	done
@@ -238,18 +315,24 @@ cmd_enter()
 	' lab-enter "$ROOT" "$TOP" "$CACHE/cache" "$PWD" "${#binds[@]}" "${binds[@]}" "$@"
 }
 
+# Only what lab.sh and setup put there: MEMHP_CACHE may name a directory
+# that holds more.
+CACHE_ENTRIES="root root.new root.log cache"
+
 cmd_clean()
 {
+	local e
+
 	[ -d "$CACHE" ] || { say "no cache at $CACHE"; return 0; }
-	say "removing $CACHE ($(du -sh "$CACHE" 2>/dev/null | cut -f1))"
-	# Files of the packages' own users are subordinate ids: removed from
-	# inside the namespace, where they are the user's.
-	if [ "$(id -u)" = 0 ]; then
-		rm -rf "$CACHE"
-	else
-		ns rm -rf "$CACHE"
-		rmdir "$CACHE" 2>/dev/null || true
-	fi
+	mkdir -p "$CACHE"
+	exec 9>>"$CACHE/.lock"
+	flock -x -n 9 || { say "the cache is in use (a command runs in the root)"; exit 1; }
+	say "removing the lab's root and cache in $CACHE ($(du -sh "$CACHE" 2>/dev/null | cut -f1))"
+	for e in $CACHE_ENTRIES; do
+		rm_tree "${CACHE:?}/$e"
+	done
+	rm -f "$CACHE/.lock"
+	rmdir "$CACHE" 2>/dev/null || true
 }
 
 case "${1:-}" in
