@@ -415,6 +415,26 @@ def compare(name, kvers):
     return "\n".join(out)
 
 
+def load_run_meta(path):
+    """run.json of the last make run -> (env, [count, why], took, load, rss,
+    failures), the dicts keyed by (kernel, experiment). OSError when it
+    cannot be read; ValueError, naming the file, when it does not parse or
+    lacks what a run writes."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        m = json.loads(text)
+        env = dict(m["env"])
+        count = list(m.get("count", ["off", "not recorded in its run.json"]))
+        took = {(k, n): float(t) for k, n, t in m["took"]}
+        load = {(k, n): tuple(x) for k, n, x in m.get("load", [])}
+        rss = {(k, n): x for k, n, x in m.get("qemu_rss_mib", [])}
+        failures = {(k, n): e for k, n, e in m["failures"]}
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"{path}: not a run.json of make run ({type(e).__name__}: {e})") from e
+    return env, count, took, load, rss, failures
+
+
 def host_mem_mib():
     """The host's MemTotal in MiB (0 where /proc/meminfo does not say)."""
     try:
@@ -566,16 +586,11 @@ def main():
     meta = os.path.join(RESULTS, "run.json")
     if args.report_only:
         try:
-            with open(meta) as f:
-                m = json.load(f)
-            args.env = m["env"]
-            args.count, count_why = m.get("count", ["off", "not recorded in its run.json"])
-            took = {(k, n): t for k, n, t in m["took"]}
-            load = {(k, n): tuple(x) for k, n, x in m.get("load", [])}
-            rss = {(k, n): x for k, n, x in m.get("qemu_rss_mib", [])}
-            failures = {(k, n): e for k, n, e in m["failures"]}
-        except (OSError, ValueError, KeyError):
-            pass
+            args.env, (args.count, count_why), took, load, rss, failures = load_run_meta(meta)
+        except FileNotFoundError:
+            say(f"{meta}: none, so this report has no times and no failures of the runs")
+        except (OSError, ValueError) as e:
+            sys.exit(f"run: --report-only: {e}")
     else:
         os.makedirs(RESULTS, exist_ok=True)
         with open(meta, "w") as f:
