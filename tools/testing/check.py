@@ -151,12 +151,11 @@ def parse_runner_tap(output):
     return leaves
 
 
-FIGURES = []
 PROG_RE = re.compile(r"^selftests: [^:]+: (\S+)$")
 
 
-def collect_figures(output, where):
-    """Remembers the "figures: ..." diagnostics of a guest run, by program."""
+def collect_figures(output, where, rec):
+    """Keeps the "figures: ..." diagnostics of a guest run in rec, by program."""
     prog = where
     for raw in output.splitlines():
         _, line = strip_diag(raw.rstrip())
@@ -164,13 +163,13 @@ def collect_figures(output, where):
         if m:
             prog = m.group(1)
         elif line.startswith("figures: "):
-            FIGURES.append((prog, line[len("figures: "):]))
+            rec.figures.append((prog, line[len("figures: "):]))
 
 
-def stage_unit(args):
+def stage_unit(args, rec):
     ts = time.monotonic()
     rc, out = run_streamed(["make", "--no-print-directory", "unit-c"], "unit: ")
-    STEPS.append(("unit", "make unit-c", time.monotonic() - ts))
+    rec.steps.append(("unit", "make unit-c", time.monotonic() - ts))
     leaves = parse_runner_tap(out)
     if rc != 0 and not any(x.status in ("fail", "error") for x in leaves):
         leaves.append(Leaf("unit tests build and run", "fail", f"make unit-c exited {rc}"))
@@ -182,7 +181,7 @@ def stage_unit(args):
         os.remove(xml)
     rc, out = run_streamed(["make", "--no-print-directory", "unit-py",
                             f"PYTEST_ARGS=--junitxml={xml}"], "unit: ")
-    STEPS.append(("unit", "make unit-py", time.monotonic() - ts))
+    rec.steps.append(("unit", "make unit-py", time.monotonic() - ts))
     py = parse_junit(xml)
     if rc != 0 and not any(x.status == "fail" for x in py):
         py.append(Leaf("pytest: host-side unit tests run", "fail", f"make unit-py exited {rc}"))
@@ -220,7 +219,7 @@ from memhp_common import (kernel_tree, kernel_var, kernels,  # noqa: E402
                            release_of, select_kernels, series)
 
 
-def stage_static(args):
+def stage_static(args, rec):
     leaves = []
     steps = []
     for k in args.kernels:
@@ -243,8 +242,8 @@ def stage_static(args):
     for name, cmd in steps:
         ts = time.monotonic()
         rc, out = run_streamed(cmd, "static: ")
-        STEPS.append(("static", name, time.monotonic() - ts))
-        log(f"time: static {name}: {STEPS[-1][2]:.1f}s")
+        rec.steps.append(("static", name, time.monotonic() - ts))
+        log(f"time: static {name}: {rec.steps[-1][2]:.1f}s")
         leaves.append(Leaf(name, "pass" if rc == 0 else "fail", "" if rc == 0 else f"exit {rc}"))
     return leaves
 
@@ -351,14 +350,24 @@ def budget_of(test):
     return int(m.group(1)) if m else None
 
 
-# Per-test wall times of the guest stage: (kernel, test, seconds, budget).
-TIMES = []
-# Per-boot times: (kernel, group label, boot seconds, whole group seconds).
-BOOTS = []
-# Other timed steps (unit, static): (stage, step, seconds).
-STEPS = []
-# Per-case wall times, from one result line to the next: (test, case, s).
-CASES = []
+class Record:
+    """What the stages measured and said, beside their results: returned
+    with them to main(), which reports it."""
+
+    def __init__(self):
+        # Per-test wall times of the guest stage: (kernel, test, s, budget).
+        self.times = []
+        # Per-boot times: (kernel, group label, boot s, whole group s).
+        self.boots = []
+        # Other timed steps (unit, static): (stage, step, seconds).
+        self.steps = []
+        # Per-case wall times, from one result line to the next: (test, case, s).
+        self.cases = []
+        # "figures: ..." diagnostics of the guests: (program, text).
+        self.figures = []
+        # What memhp-vm said of a failed guest: (label, lines).
+        self.vm_failures = []
+
 HDR_RE = re.compile(r"^selftests: [^:]+: (\S+)$")
 
 
@@ -397,7 +406,6 @@ def guest_times(stamps, t0):
     return boot, took, cases
 
 
-VM_FAILURES = []
 
 
 def vm_messages(output):
@@ -467,7 +475,7 @@ def group_cmd(args, kernel, opts, tests, memhp_vm_opts=()):
                   f"OUTPUT={TOP}/build/selftests run_tests T={shlex.quote(' '.join(tests))}"]
 
 
-def stage_guest(args, kver, kernel):
+def stage_guest(args, kver, kernel, rec):
     """Every selftest group in guests booted from kernel (memhp-vm --kernel:
     an installed release or a bzImage).
 
@@ -505,18 +513,18 @@ def stage_guest(args, kver, kernel):
         rc, out = run_streamed(cmd, f"guest {tag}: ", stamps=stamps)
         group_leaves = parse_runner_tap(out)
         boot, took, cases = guest_times(stamps, t0)
-        CASES.extend((f"{kver} {p}", c, sec) for p, c, sec in cases)
+        rec.cases.extend((f"{kver} {p}", c, sec) for p, c, sec in cases)
         total = time.monotonic() - t0
-        BOOTS.append((kver, label, boot, total))
+        rec.boots.append((kver, label, boot, total))
         if boot is not None:
             log(f"time: guest {kver} [{label}]: boot {boot:.1f}s")
         for t in tests:
             if t in took:
                 budget = budget_of(t)
-                TIMES.append((kver, t, took[t], budget))
+                rec.times.append((kver, t, took[t], budget))
                 over = f", over its budget of {budget}s" if budget and took[t] > budget else ""
                 log(f"time: {kver} {t}: {took[t]:.1f}s{over}")
-        collect_figures(out, label)
+        collect_figures(out, label, rec)
         leaves.extend(group_leaves)
         why = vm_messages(out)
         reason = {0: "", 124: "guest timed out", 125: "guest failed"}.get(rc, f"memhp-vm exit {rc}")
@@ -524,7 +532,7 @@ def stage_guest(args, kver, kernel):
             # The cause goes into the result line itself, in full into the
             # failure list at the end: a log cut to its KTAP part keeps it.
             reason += ": " + "; ".join(w.rstrip(":") for w in why[:4])[:400]
-            VM_FAILURES.append((f"{kver} [{label}]", why))
+            rec.vm_failures.append((f"{kver} [{label}]", why))
         leaves.append(Leaf(f"guest [{label}] boots, runs and keeps a clean kernel log",
                            "pass" if rc == 0 else "fail", reason))
         log(f"guest {kver} [{label}]: {total:.0f}s")
@@ -535,7 +543,7 @@ def stage_guest(args, kver, kernel):
     return leaves
 
 
-def stage_runner(args):
+def stage_runner(args, _rec=None):
     # The same QEMU as the guest stage's. Not --reuse-freed-ram: the
     # runner's own tests include the hold it turns off.
     opts = ["--qemu", args.qemu] if getattr(args, "qemu", "") else []
@@ -547,21 +555,21 @@ def stage_runner(args):
     return leaves
 
 
-def report_times(stage_totals, total):
+def report_times(stage_totals, total, rec):
     """The ten slowest tests, the boots and the budgets; build/check-times.json."""
-    if BOOTS:
+    if rec.boots:
         log("guest boots (boot to first test, whole group):")
-        for kver, label, boot, whole in BOOTS:
+        for kver, label, boot, whole in rec.boots:
             b = f"{boot:.0f}s" if boot is not None else "-"
             log(f"  {kver} [{label}]: boot {b}, group {whole:.0f}s")
-    if TIMES:
+    if rec.times:
         log("slowest tests (wall seconds in the guest; budget):")
-        for kver, test, secs, budget in sorted(TIMES, key=lambda x: -x[2])[:10]:
+        for kver, test, secs, budget in sorted(rec.times, key=lambda x: -x[2])[:10]:
             log(f"  {secs:7.1f}s  {kver} {test}" + (f" ({budget}s)" if budget else ""))
         log("slowest test cases (from the previous result line of the same test):")
-        for test, case, secs in sorted(CASES, key=lambda x: -x[2])[:10]:
+        for test, case, secs in sorted(rec.cases, key=lambda x: -x[2])[:10]:
             log(f"  {secs:7.1f}s  {test}: {case[:90]}")
-        over = [x for x in TIMES if x[3] and x[2] > x[3]]
+        over = [x for x in rec.times if x[3] and x[2] > x[3]]
         for kver, test, secs, budget in over:
             log(f"warning: {kver} {test} took {secs:.0f}s, over its budget of {budget}s "
                 "(memhp-budget: in the test; Documentation/testing.rst)")
@@ -575,14 +583,14 @@ def report_times(stage_totals, total):
                                    "seconds": round(sec, 1)}
                                   for n, p, fl, sk, sec in stage_totals],
                        "steps": [{"stage": st, "step": n, "seconds": round(sec, 1)}
-                                 for st, n, sec in STEPS],
+                                 for st, n, sec in rec.steps],
                        "boots": [{"kernel": k, "group": g,
                                   "boot_s": None if b is None else round(b, 1),
-                                  "group_s": round(w, 1)} for k, g, b, w in BOOTS],
+                                  "group_s": round(w, 1)} for k, g, b, w in rec.boots],
                        "tests": [{"kernel": k, "test": t, "seconds": round(sec, 1),
-                                  "budget_s": bud} for k, t, sec, bud in TIMES],
+                                  "budget_s": bud} for k, t, sec, bud in rec.times],
                        "cases": [{"test": t, "case": c, "seconds": round(sec, 1)}
-                                 for t, c, sec in CASES]},
+                                 for t, c, sec in rec.cases]},
                       f, indent=1)
             f.write("\n")
         log(f"times: {os.path.relpath(path, TOP)}")
@@ -666,13 +674,14 @@ def main():
         elif args.kernel:
             rel = args.kernel_release or os.path.basename(args.kernel)
             stages.append((f"guest {rel}",
-                           lambda a, r=rel: stage_guest(a, r, a.kernel)))
+                           lambda a, rec, r=rel: stage_guest(a, r, a.kernel, rec)))
         else:
             for k in args.guest_kernels:
                 stages.append((f"guest {release_of(k)}",
-                               lambda a, k=k: stage_guest(a, release_of(k), k)))
+                               lambda a, rec, k=k: stage_guest(a, release_of(k), k, rec)))
 
     t0 = time.monotonic()
+    rec = Record()
     print("KTAP version 1")
     print(f"1..{len(stages)}", flush=True)
     totals = {"pass": 0, "fail": 0, "skip": 0, "xfail": 0, "xpass": 0, "error": 0}
@@ -682,7 +691,7 @@ def main():
     for i, (name, fn) in enumerate(stages, 1):
         log(f"stage {name} ...")
         ts = time.monotonic()
-        leaves = fn(args)
+        leaves = fn(args, rec)
         secs = time.monotonic() - ts
         print("  KTAP version 1")
         print(f"  1..{len(leaves)}")
@@ -709,7 +718,7 @@ def main():
         log("failed:")
         for f in failed_leaves:
             log(f"  {f}")
-    for label, why in VM_FAILURES:
+    for label, why in rec.vm_failures:
         log(f"guest [{label}]: memhp-vm said:")
         for line in why[:45]:
             log(f"  {line}")
@@ -717,14 +726,14 @@ def main():
         log("known failures (XFAIL, documented, not counted as passed):")
         for f in xfail_leaves:
             log(f"  {f}")
-    if FIGURES:
+    if rec.figures:
         log("figures reported by the tests:")
-        for prog, fig in FIGURES:
+        for prog, fig in rec.figures:
             log(f"  {prog}: {fig}")
     log("per stage (pass/fail/skip, seconds):")
     for name, np, nf, ns, secs in stage_totals:
         log(f"  {name}: {np}/{nf}/{ns}, {secs:.0f}s")
-    report_times(stage_totals, time.monotonic() - t0)
+    report_times(stage_totals, time.monotonic() - t0, rec)
     log(f"make check took {time.monotonic() - t0:.0f}s")
     print(f"# Totals: pass:{totals['pass']} fail:{totals['fail']} xfail:{totals['xfail']} "
           f"xpass:{totals['xpass']} skip:{totals['skip']} error:{totals['error']}")

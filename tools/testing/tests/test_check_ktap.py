@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """make check's reading of KTAP: every result kind is counted as what it is."""
 
+import json
+
 import check
 
 RUNNER = """TAP version 13
@@ -103,3 +105,23 @@ def test_runner_stage_takes_the_guest_qemu_not_the_hold_switch(monkeypatch):
     assert seen[-1][1:] == ["--qemu", "/q/qemu"]
     check.stage_runner(argparse.Namespace(qemu="", reuse_freed_ram=False))
     assert seen[-1][1:] == []
+
+
+def test_times_come_from_the_record_not_from_a_previous_run(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(check, "TOP", str(tmp_path))
+    rec = check.Record()
+    rec.times.append(("7.3.4+deb13-amd64", "acpi_dimm.sh", 95.0, 90))
+    rec.boots.append(("7.3.4+deb13-amd64", "default guest", 31.0, 1300.0))
+    rec.figures.append(("fuzz_inputs.sh", "421 inputs"))
+    check.collect_figures("# selftests: memhp: soak.sh\n# figures: 1000 operations\n",
+                          "default guest", rec)
+    check.report_times([("guest 7.3.4+deb13-amd64", 1, 0, 0, 1300.0)], 1300.0, rec)
+    err = capsys.readouterr().out + capsys.readouterr().err
+    assert "acpi_dimm.sh took 95s, over its budget of 90s" in err
+    with open(tmp_path / "build" / "check-times.json") as f:
+        times = json.load(f)
+    assert times["tests"] == [{"kernel": "7.3.4+deb13-amd64", "test": "acpi_dimm.sh",
+                               "seconds": 95.0, "budget_s": 90}]
+    assert rec.figures[-1] == ("soak.sh", "1000 operations")
+    # A second record starts empty: nothing is kept between runs.
+    assert check.Record().times == []
