@@ -59,8 +59,10 @@ row()
 	tb_rc=$(sed -n 's/^memhp-vm: exit \([0-9]*\).*/\1/p' "$tb" | tail -n1)
 	mr_rc=$(sed -n 's/^memhp-vm: exit \([0-9]*\).*/\1/p' "$mr" | tail -n1)
 	cycles=$(sed -n 's/^module-replug: \([0-9]*\) of .*/\1/p' "$mr" | tail -n1)
+	# An oops is "Oops:", a general protection fault or a kernel BUG; each
+	# line the kernel prints for one carries its count, "[#1]".
 	oops=no
-	grep -q "Oops" "$mr" && oops=yes
+	grep -qE 'Oops|\[#[0-9]+\]' "$mr" && oops=yes
 	echo "| $1 | $2 | ${stale3:-?} of $(pages_of "$s3") | ${stale4:-?} of $(pages_of "$s4") | ${cycles:-0} of $CYCLES | $oops | ${tb_rc:-?}/${mr_rc:-?} |"
 	if [ "$2" = fixed ]; then
 		[ "${tb_rc:-}" = 0 ] && [ "${mr_rc:-}" = 0 ] && [ "${stale3:-x}" = 0 ] && [ "${stale4:-x}" = 0 ] &&
