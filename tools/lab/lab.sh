@@ -187,14 +187,15 @@ ns()
 }
 
 # --- the root -------------------------------------------------------------
-# lock MODE: the cache's lock on fd 9, shared (-s: a command runs in the
-# root) or exclusive (-x: the root is made or removed). fd 9 stays open in
-# the command, so the lock lasts as long as it.
+# lock MODE...: the cache's lock on fd 9, shared (-s: a command runs in
+# the root) or exclusive (-x: the root is made or removed); -n: fail
+# rather than wait. fd 9 stays open in the command, so the lock lasts as
+# long as it.
 lock()
 {
 	mkdir -p "$CACHE"
 	exec 9>>"$CACHE/.lock"
-	flock "$1" 9
+	flock "$@" 9
 }
 
 # rm_tree DIR: DIR and everything in it, also what the packages' own
@@ -265,7 +266,7 @@ ENV_DROP="XDG_RUNTIME_DIR XDG_CONFIG_HOME XDG_DATA_HOME XDG_CACHE_HOME DBUS_SESS
 
 cmd_enter()
 {
-	local v binds=() d
+	local v binds=()
 
 	[ "$#" -gt 0 ] || set -- bash
 	cmd_root
@@ -281,7 +282,9 @@ cmd_enter()
 	for v in $ENV_DROP; do
 		unset "$v"
 	done
-	export MEMHP_IN_LAB=1 HOME=/root
+	# MEMHP_CACHE names the cache as seen inside: tools/setup-7.3.sh and
+	# the debug kernel's build find 7.3's packages and the trixie root there.
+	export MEMHP_IN_LAB=1 HOME=/root MEMHP_CACHE=/var/cache/memhp-lab
 	export PATH=/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin
 	# shellcheck disable=SC2016
 	ns sh -ec '
@@ -324,9 +327,7 @@ cmd_clean()
 	local e
 
 	[ -d "$CACHE" ] || { say "no cache at $CACHE"; return 0; }
-	mkdir -p "$CACHE"
-	exec 9>>"$CACHE/.lock"
-	flock -x -n 9 || { say "the cache is in use (a command runs in the root)"; exit 1; }
+	lock -x -n || { say "the cache is in use (a command runs in the root)"; exit 1; }
 	say "removing the lab's root and cache in $CACHE ($(du -sh "$CACHE" 2>/dev/null | cut -f1))"
 	for e in $CACHE_ENTRIES; do
 		rm_tree "${CACHE:?}/$e"
