@@ -83,9 +83,11 @@ ln -sfn "$TOP/.venv" "$TREE/.venv"
 # slow for the stock 900 s per-test limit: a longer one (TEST_TIMEOUT) in
 # the copy's kselftest settings.
 echo "timeout=$TEST_TIMEOUT" > "$TREE/tools/testing/selftests/memhp/settings"
-ln -sfn "$TOP/build/ksrc" "$TREE/build/ksrc"
-ln -sfn "$TOP/build/ksrc-6.12" "$TREE/build/ksrc-6.12"
-ln -sfn "$TOP/build/ksrc-7.3" "$TREE/build/ksrc-7.3"
+# Each kernel's extracted source pieces (kselftest, checkpatch).
+for d in "$TOP"/build/ksrc "$TOP"/build/ksrc-*; do
+	[ -e "$d" ] || continue
+	ln -sfn "$d" "$TREE/build/$(basename "$d")"
+done
 export KDIR="$KTREE"
 say "building modules and selftests against $KDIR in $TREE"
 make -s -C "$TREE" modules >"$DEBUG/modules.log" 2>&1 || { tail -30 "$DEBUG/modules.log"; exit 1; }
