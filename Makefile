@@ -151,7 +151,7 @@ CHECKPATCH_FLAGS = --no-tree --strict --quiet --no-summary --show-types --terse 
 		   --ignore FILE_PATH_CHANGES,CAMELCASE -f
 
 .PHONY: all modules modules-all mod-tree kver-check clean clean-modules setup setup-check checkpatch sparse unit \
-	selftests check check-long run help install dkms-install dkms-check vm-shell print-kver print-kvers print-build-root \
+	selftests check check-long run help install dkms-install dkms-check vm-shell print-kver print-kvers print-build-root print-kdir print-kcc \
 	setup-7.3 count profile unit-c unit-py
 
 all: modules
@@ -384,6 +384,15 @@ print-kvers:
 
 print-build-root:
 	@echo $(BUILD_ROOT)
+
+# KVER's build tree, and the compiler it was built with (empty when its
+# .config names none): tools/testing/debug/build-kernel.sh starts from
+# Debian's config and builds with Debian's compiler.
+print-kdir:
+	@echo $(KDIR)
+
+print-kcc:
+	@echo $(KCC)
 
 help:
 	@echo 'memhp-lab targets (KVER=$(KVER), KDIR=$(KDIR); kernels: $(KVERS))'

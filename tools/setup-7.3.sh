@@ -146,21 +146,23 @@ if [ ! -f "$ROOT_73/usr/lib/modules/$KVER_73/build/include/generated/utsrelease.
 	fi
 fi
 
-# From linux-source-7.3: checkpatch (build/ksrc-7.3/) and
+# linux-source-7.3 unpacked into the root, /usr/src/linux-source-7.3.tar.xz
+# there as apt puts 6.1's and 6.12's on the host (make check-debug KVER=7.3
+# builds it); from it checkpatch (build/ksrc-7.3/) and
 # scripts/checker-valid.sh, which Debian's linux-kbuild-7.3 lacks and 7.3's
 # Makefile runs before sparse (without it, C=2 skips sparse).
 kbuild_scripts_73="$ROOT_73/usr/lib/linux-kbuild-$ABI_73/scripts"
-if [ ! -f "$KSRC_73/.stamp" ] || [ ! -x "$kbuild_scripts_73/checker-valid.sh" ]; then
-	missing+=("checkpatch.pl, checker-valid.sh from $SOURCE_DEB_73")
+src_tar_73="$ROOT_73/usr/src/linux-source-7.3.tar.xz"
+if [ ! -f "$KSRC_73/.stamp" ] || [ ! -x "$kbuild_scripts_73/checker-valid.sh" ] || [ ! -r "$src_tar_73" ]; then
+	missing+=("$src_tar_73, checkpatch.pl, checker-valid.sh from $SOURCE_DEB_73")
 	if [ "$check_only" = 0 ]; then
-		echo "setup: extracting checkpatch.pl and checker-valid.sh from $SOURCE_DEB_73"
+		echo "setup: unpacking $SOURCE_DEB_73 into $ROOT_73, checkpatch.pl and checker-valid.sh from it"
+		$sudo_cmd dpkg -x "$(deb_73 "$SOURCE_DEB_73")" "$ROOT_73"
 		rm -rf "$KSRC_73"
 		mkdir -p "$KSRC_73"
-		dpkg-deb --fsys-tarfile "$(deb_73 "$SOURCE_DEB_73")" |
-			tar -xO ./usr/src/linux-source-7.3.tar.xz |
-			tar -xJ -C "$KSRC_73" --strip-components=1 \
-				linux-source-7.3/scripts/checkpatch.pl linux-source-7.3/scripts/spelling.txt \
-				linux-source-7.3/scripts/const_structs.checkpatch linux-source-7.3/scripts/checker-valid.sh
+		tar -xJf "$src_tar_73" -C "$KSRC_73" --strip-components=1 \
+			linux-source-7.3/scripts/checkpatch.pl linux-source-7.3/scripts/spelling.txt \
+			linux-source-7.3/scripts/const_structs.checkpatch linux-source-7.3/scripts/checker-valid.sh
 		$sudo_cmd install -m 755 "$KSRC_73/scripts/checker-valid.sh" "$kbuild_scripts_73/checker-valid.sh"
 		touch "$KSRC_73/.stamp"
 	fi

@@ -10,15 +10,21 @@
 #   --series 7.3   linux-source-7.3 into build/debug-kernel-7.3/, built in
 #                  the trixie build root (gcc-14)
 #
-# (/usr/src/linux-source-SERIES.tar.xz, which `make setup` installs.) An
-# existing build made from the same config fragment is reused (make only
-# rebuilds what changed, usually nothing).
+# The source is Debian's linux-source-SERIES: /usr/src/linux-source-SERIES.tar.xz
+# on the host (6.1, 6.12) or in the build root (7.3), where `make setup`
+# puts it. An existing build made from the same configuration is reused
+# (make only rebuilds what changed, usually nothing).
 #
-# Config: x86_64 defconfig, then virtme-ng's minimal guest options, then
-# the suite's options (make kconfig, built in), then
+# Config: Debian's own for that series (the packaged kernel's .config,
+# `make print-kdir`), trimmed: every option Debian builds as a module is
+# off, for a guest boots this bzImage without modules of its own and
+# QEMU emulates none of that hardware. Then virtme-ng's minimal guest
+# options, the suite's options (make kconfig, built in), and
 # tools/testing/debug/memhp-debug.config (which wins), then olddefconfig.
 # Every line of the debug fragment is checked to have landed in .config;
-# the suite's options this kernel lacks are named.
+# the suite's options this kernel lacks are named. The compiler is the
+# one Debian built the series with (`make print-kcc`); a compiler the
+# host lacks (7.3's gcc-14) runs in the trixie build root.
 #
 # The build runs with `nice -n 19` and JOBS (default: nproc) jobs, so it
 # only takes idle CPU. About 30 min on 2 idle cores for 6.1; 6.12 is
@@ -39,7 +45,7 @@ while [ $# -gt 0 ]; do
 	--series) series=${2:-}; shift ;;
 	--config-only) config_only=1 ;;
 	--print-dir) print_dir=1 ;;
-	*) echo "build-kernel: unknown argument '$1' (--series 6.1|6.12, --config-only, --print-dir)" >&2
+	*) echo "build-kernel: unknown argument '$1' (--series 6.1|6.12|7.3, --config-only, --print-dir)" >&2
 	   exit 2 ;;
 	esac
 	shift
@@ -51,22 +57,24 @@ case "$series" in
 *) echo "build-kernel: --series '$series': 6.1, 6.12 or 7.3" >&2; exit 2 ;;
 esac
 [ "$print_dir" = 1 ] && { echo "$DEBUG"; exit 0; }
-SRC_TAR=${SRC_TAR:-/usr/src/linux-source-$series.tar.xz}
-# 7.3 wants gcc-14: its source comes from the linux-source-7.3 package
-# tools/setup.sh keeps, and every make runs in the trixie build root
-# (tools/in-build-root.sh; the tree is under TOP, at the same path there).
+mk() { make -s -C "$TOP" --no-print-directory "$@"; }
+BUILD_ROOT=$(mk print-build-root)
+# The packaged kernel of the series: its config and its compiler.
+release=$(mk print-kvers | tr ' ' '\n' | grep -m1 "^${series//./\\.}\\.") || {
+	echo "build-kernel: no installed $series kernel (make setup)" >&2; exit 1; }
+DEBIAN_CONFIG="$(mk print-kdir KVER="$release")/.config"
+KCC=$(mk print-kcc KVER="$release")
 RUN=()
 KARGS=()
-if [ "$series" = 7.3 ]; then
-	BUILD_ROOT=$(make -s -C "$TOP" --no-print-directory print-build-root)
-	RUN=("$TOP/tools/in-build-root.sh" "$BUILD_ROOT" "$TOP")
-	KARGS=(CC=gcc-14 HOSTCC=gcc-14)
-	src_deb=$(ls "${MEMHP_CACHE:-/var/cache/memhp-lab}"/7.3/debs/linux-source-7.3_*.deb 2>/dev/null | tail -n1)
-	if [ ! -r "$SRC_TAR" ] && [ -n "$src_deb" ]; then
-		SRC_TAR="$DEBUG/linux-source-7.3.tar.xz"
-		[ -r "$SRC_TAR" ] || { mkdir -p "$DEBUG" &&
-			dpkg-deb --fsys-tarfile "$src_deb" | tar -xO ./usr/src/linux-source-7.3.tar.xz > "$SRC_TAR"; }
-	fi
+if [ -n "$KCC" ]; then
+	KARGS=(CC="$KCC" HOSTCC="$KCC")
+	# The tree is under TOP, at the same path in the root.
+	command -v "$KCC" >/dev/null || RUN=("$TOP/tools/in-build-root.sh" "$BUILD_ROOT" "$TOP")
+fi
+if [ -z "${SRC_TAR:-}" ]; then
+	for SRC_TAR in {,"$BUILD_ROOT"}/usr/src/linux-source-"$series".tar.xz; do
+		[ -r "$SRC_TAR" ] && break
+	done
 fi
 KTREE="$DEBUG/linux-source-$series"
 FRAGMENT="$TOP/tools/testing/debug/memhp-debug.config"
@@ -78,7 +86,7 @@ say() { echo "build-kernel: $*" >&2; }
 
 mkdir -p "$DEBUG"
 if [ ! -f "$KTREE/Makefile" ]; then
-	[ -r "$SRC_TAR" ] || { say "$SRC_TAR missing (apt install linux-source-$series)"; exit 1; }
+	[ -r "$SRC_TAR" ] || { say "no linux-source-$series.tar.xz in /usr/src or $BUILD_ROOT/usr/src (make setup)"; exit 1; }
 	say "extracting $SRC_TAR"
 	tar -C "$DEBUG" -xJf "$SRC_TAR"
 	[ -f "$KTREE/Makefile" ] || { say "$SRC_TAR has no linux-source-$series/"; exit 1; }
@@ -100,13 +108,14 @@ not_applied()
 	done < "$1"
 }
 
-# (Re)configure when a fragment changed since the last configuration: the
-# build is cached by source version and configuration.
+# (Re)configure when Debian's config or a fragment changed since the last
+# configuration: the build is cached by source version and configuration.
 stamp="$DEBUG/.config-stamp"
-want=$(cat "$SUITE_CONFIG" "$FRAGMENT" | sha256sum | cut -d' ' -f1)
+[ -r "$DEBIAN_CONFIG" ] || { say "$DEBIAN_CONFIG missing (make setup)"; exit 1; }
+want=$(cat "$DEBIAN_CONFIG" "$SUITE_CONFIG" "$FRAGMENT" | sha256sum | cut -d' ' -f1)
 if [ ! -f "$KTREE/.config" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-	say "configuring (defconfig + virtme-ng options + the suite's config + $(basename "$FRAGMENT"))"
-	"${RUN[@]}" make -s -C "$KTREE" "${KARGS[@]}" defconfig >/dev/null
+	say "configuring ($release's config without its modules + virtme-ng options + the suite's config + $(basename "$FRAGMENT"))"
+	sed 's/^\(CONFIG_[A-Za-z0-9_]*\)=m$/# \1 is not set/' "$DEBIAN_CONFIG" > "$KTREE/.config"
 	"$CONFIGURE" --dry-run | grep -E '^(# )?CONFIG_' > "$DEBUG/virtme.config"
 	# The suite's options built in: a debug kernel boots without modules
 	# of its own, and our modules are all it loads.
