@@ -215,4 +215,6 @@ if [ "$check_only" = 1 ]; then
 	say "7.3 is set up ($KVER_73, build root $ROOT_73)"
 	exit 0
 fi
-say "7.3 ready: make KVER=$KVER_73 modules (Kbuild in $ROOT_73), image /usr/lib/modules/$KVER_73/vmlinuz, checkpatch $KSRC_73"
+done_what="7.3 ready"
+[ "${#missing[@]}" -gt 0 ] || done_what="7.3 ready, nothing to do"
+say "$done_what: make KVER=$KVER_73 modules (Kbuild in $ROOT_73), image /usr/lib/modules/$KVER_73/vmlinuz, checkpatch $KSRC_73"

@@ -358,4 +358,8 @@ if [ "$check_only" = 1 ]; then
 	exit 0
 fi
 
-say "ready: kernels $(make -s -C "$TOP" --no-print-directory print-kvers), $(qemu-system-x86_64 --version | head -n1), sources $KSRC, venv $VENV"
+# A run that found everything in place says so (the 7.3 part says it for
+# itself, above).
+done_what=ready
+[ "${#missing[@]}" -gt 0 ] || done_what="ready, nothing to do"
+say "$done_what: kernels $(make -s -C "$TOP" --no-print-directory print-kvers), $(qemu-system-x86_64 --version | head -n1), sources $KSRC, venv $VENV"
