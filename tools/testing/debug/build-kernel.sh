@@ -85,11 +85,16 @@ CONFIGURE="$TOP/.venv/bin/virtme-configkernel"
 say() { echo "build-kernel: $*" >&2; }
 
 mkdir -p "$DEBUG"
-if [ ! -f "$KTREE/Makefile" ]; then
-	[ -r "$SRC_TAR" ] || { say "no linux-source-$series.tar.xz in /usr/src or $BUILD_ROOT/usr/src (make setup)"; exit 1; }
+[ -r "$SRC_TAR" ] || { say "no linux-source-$series.tar.xz in /usr/src or $BUILD_ROOT/usr/src (make setup)"; exit 1; }
+# The tree is the source it was extracted from: a new upload of
+# linux-source-SERIES (another size or date) replaces it.
+src_id="$(stat -c '%s %Y' "$SRC_TAR") $SRC_TAR"
+if [ ! -f "$KTREE/Makefile" ] || [ "$(cat "$DEBUG/.source-stamp" 2>/dev/null)" != "$src_id" ]; then
 	say "extracting $SRC_TAR"
+	rm -rf "$KTREE" "$DEBUG/.source-stamp" "$DEBUG/.config-stamp"
 	tar -C "$DEBUG" -xJf "$SRC_TAR"
 	[ -f "$KTREE/Makefile" ] || { say "$SRC_TAR has no linux-source-$series/"; exit 1; }
+	echo "$src_id" > "$DEBUG/.source-stamp"
 fi
 
 # not_applied FRAGMENT: each of its lines that .config does not have.
