@@ -53,3 +53,34 @@ def test_command_past_its_timeout(memhp_vm, tmp_path):
         boot_timeout=30, timeout=3)
     assert timed_out == "command"
     assert took < 25
+
+
+def quiet_seconds(args):
+    line = args.timeout_context[0]
+    assert line.startswith("the command's last output came ")
+    return int(line.split()[5].rstrip("s"))
+
+
+def run_with_args(memhp_vm, tmp_path, script, timeout):
+    args = args_for(30, timeout)
+    for d in ("sock", "run"):
+        (tmp_path / d).mkdir()
+    _, timed_out, _ = asyncio.run(memhp_vm.run_guest(
+        args, ["/bin/bash", "-c", script], str(tmp_path / "sock"), str(tmp_path / "run")))
+    assert timed_out == "command"
+    return args
+
+
+def test_timeout_of_a_silent_command_says_how_long_it_was_silent(memhp_vm, tmp_path):
+    args = run_with_args(memhp_vm, tmp_path,
+                         "echo 'virtme-ng-init: starting script' >&2; echo begun; sleep 60",
+                         timeout=4)
+    assert quiet_seconds(args) >= 3
+    assert args.timeout_context[1].startswith("host load average ")
+
+
+def test_timeout_of_a_command_still_writing_says_it_was_not_silent(memhp_vm, tmp_path):
+    args = run_with_args(memhp_vm, tmp_path,
+                         "echo 'virtme-ng-init: starting script' >&2; "
+                         "while :; do echo step; sleep 0.2; done", timeout=4)
+    assert quiet_seconds(args) <= 1
