@@ -93,6 +93,11 @@ ifneq ($(KDIR),)
 KVER	?= $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"/\1/p' \
 	     $(KDIR)/include/generated/utsrelease.h 2>/dev/null)
 else
+# KSERIES=<a series of tools/kernels.tsv>: its newest installed release
+# (empty when none is).
+ifneq ($(KSERIES),)
+KVER	?= $(call newest-release,$(shell awk -F'\t' '!/^\#/ && $$1 == "$(KSERIES)" { print $$2 }' $(KERNELS_TABLE)))
+endif
 KVER	?= $(KVER_DEFAULT)
 # A kernel whose headers only BUILD_ROOT has (7.3) is built there.
 KDIR	:= $(firstword $(wildcard /lib/modules/$(KVER)/build \
@@ -387,7 +392,8 @@ print-build-root:
 
 # KVER's build tree, and the compiler it was built with (empty when its
 # .config names none): tools/testing/debug/build-kernel.sh starts from
-# Debian's config and builds with Debian's compiler.
+# Debian's config and builds with Debian's compiler
+# (make print-kver print-kdir print-kcc KSERIES=7.3).
 print-kdir:
 	@echo $(KDIR)
 

@@ -57,13 +57,12 @@ case "$series" in
 *) echo "build-kernel: --series '$series': 6.1, 6.12 or 7.3" >&2; exit 2 ;;
 esac
 [ "$print_dir" = 1 ] && { echo "$DEBUG"; exit 0; }
-mk() { make -s -C "$TOP" --no-print-directory "$@"; }
-BUILD_ROOT=$(mk print-build-root)
-# The packaged kernel of the series: its config and its compiler.
-release=$(mk print-kvers | tr ' ' '\n' | grep -m1 "^${series//./\\.}\\.") || {
-	echo "build-kernel: no installed $series kernel (make setup)" >&2; exit 1; }
-DEBIAN_CONFIG="$(mk print-kdir KVER="$release")/.config"
-KCC=$(mk print-kcc KVER="$release")
+# The packaged kernel of the series (tools/kernels.tsv): its release,
+# build tree (Debian's config) and compiler; and the build root.
+{ read -r release; read -r kdir; read -r KCC; read -r BUILD_ROOT; } < <(make -s -C "$TOP" \
+	--no-print-directory print-kver print-kdir print-kcc print-build-root KSERIES="$series")
+[ -n "$release" ] || { echo "build-kernel: no installed $series kernel (make setup)" >&2; exit 1; }
+DEBIAN_CONFIG="$kdir/.config"
 RUN=()
 KARGS=()
 if [ -n "$KCC" ]; then
