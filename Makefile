@@ -157,7 +157,7 @@ CHECKPATCH_FLAGS = --no-tree --strict --quiet --no-summary --show-types --terse 
 
 .PHONY: all modules modules-all mod-tree kver-check clean clean-modules setup setup-check checkpatch sparse unit \
 	selftests check check-long run help install dkms-install dkms-check vm-shell print-kver print-kvers print-build-root print-kdir print-kcc \
-	setup-7.3 count profile unit-c unit-py
+	setup-7.3 count profile unit-c unit-py unit-host
 
 all: modules
 
@@ -270,8 +270,9 @@ profile: count
 	$(TOP)/tools/testing/count/memhp-count-report $(PROFILE_ARGS) $(PROFILE_OUT)
 
 # The unit tests: the portable cores' (C, kselftest harness, KTAP) and the
-# host side's (pytest: memhp-vm's problem filter, QMP relay and QEMU
-# command lines, the kernel table, the count report). No guest boots.
+# host side's (pytest: tools/testing/memhp_host's logic, the QEMU command
+# lines and patches, the count report). No guest boots. unit-host: only
+# memhp_host's own tests (no QEMU started), in seconds.
 unit: unit-c unit-py
 
 unit-c: setup-check
@@ -280,6 +281,9 @@ unit-c: setup-check
 PYTEST_DIRS = tools/testing/tests $(wildcard tools/testing/count/test_*.py)
 unit-py: setup-check
 	@cd $(TOP) && $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) $(PYTEST_DIRS)
+unit-host: setup-check
+	@cd $(TOP) && $(PY) -m pytest -q -p no:cacheprovider -m "not qemu" $(PYTEST_ARGS) \
+		tools/testing/tests
 
 # The pfn lookup benchmark (NetBSD uvm_physseg workloads on five section
 # tables): tables, CSV, PNG in results/bench-pfn/. BENCH_ARGS=--full adds

@@ -3,7 +3,8 @@
 
 import json
 
-import check
+from memhp_host import check
+from memhp_host.ktap import Leaf, StageResult, collect_figures, stage_node, totals, totals_lines
 
 RUNNER = """TAP version 13
 1..1
@@ -108,20 +109,59 @@ def test_runner_stage_takes_the_guest_qemu_not_the_hold_switch(monkeypatch):
 
 
 def test_times_come_from_the_record_not_from_a_previous_run(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(check, "TOP", str(tmp_path))
+    monkeypatch.setattr(check, "BUILD", str(tmp_path / "build"))
     rec = check.Record()
     rec.times.append(("7.3.4+deb13-amd64", "acpi_dimm.sh", 95.0, 90))
     rec.boots.append(("7.3.4+deb13-amd64", "default guest", 31.0, 1300.0))
-    rec.figures.append(("fuzz_inputs.sh", "421 inputs"))
-    check.collect_figures("# selftests: memhp: soak.sh\n# figures: 1000 operations\n",
-                          "default guest", rec)
-    check.report_times([("guest 7.3.4+deb13-amd64", 1, 0, 0, 1300.0)], 1300.0, rec)
+    stage = StageResult("guest 7.3.4+deb13-amd64", [Leaf("a", "pass")], 1300.0)
+    check.report_times([stage], 1300.0, rec)
     err = capsys.readouterr().out + capsys.readouterr().err
     assert "acpi_dimm.sh took 95s, over its budget of 90s" in err
     with open(tmp_path / "build" / "check-times.json") as f:
         times = json.load(f)
     assert times["tests"] == [{"kernel": "7.3.4+deb13-amd64", "test": "acpi_dimm.sh",
                                "seconds": 95.0, "budget_s": 90}]
-    assert rec.figures[-1] == ("soak.sh", "1000 operations")
+    assert times["stages"] == [{"stage": "guest 7.3.4+deb13-amd64", "pass": 1, "fail": 0,
+                                "skip": 0, "seconds": 1300.0}]
     # A second record starts empty: nothing is kept between runs.
     assert check.Record().times == []
+
+
+def test_figures_are_returned_by_program():
+    out = ("# figures: before any program\n# selftests: memhp: soak.sh\n"
+           "# # figures: 1000 operations\n# selftests: memhp: fuzz_inputs.sh\n"
+           "# figures: 421 inputs\n")
+    assert collect_figures(out, "default guest") == [
+        ("default guest", "before any program"), ("soak.sh", "1000 operations"),
+        ("fuzz_inputs.sh", "421 inputs")]
+
+
+def test_a_test_over_its_budget_is_warned_at_and_one_under_it_is_not():
+    times = [("6.1", "a.sh", 91.0, 90), ("6.1", "b.sh", 90.0, 90), ("6.1", "c.sh", 500.0, None)]
+    warnings = check.budget_warnings(times)
+    assert len(warnings) == 1 and "6.1 a.sh took 91s, over its budget of 90s" in warnings[0]
+
+
+def test_the_slowest_tests_come_first_with_their_budgets():
+    rec = check.Record()
+    rec.times += [("6.1", "fast.sh", 5.0, 10), ("6.1", "slow.sh", 50.0, None)]
+    lines = check.time_lines(rec)
+    i = lines.index("slowest tests (wall seconds in the guest; budget):")
+    assert lines[i + 1].endswith("6.1 slow.sh") and lines[i + 2].endswith("6.1 fast.sh (10s)")
+
+
+def test_stages_merge_into_one_ktap_document_with_totals():
+    stages = [StageResult("unit", [Leaf("a", "pass"), Leaf("b", "skip", "no x")], 3.2),
+              StageResult("guest 6.1", [Leaf("c # d", "fail", "exit 1"),
+                                        Leaf("e", "xfail", "known"), Leaf("f", "error", "?")],
+                          40.0)]
+    assert stage_node(1, stages[0]) == ["  KTAP version 1", "  1..2", "  ok 1 a",
+                                        "  ok 2 b # SKIP no x", "ok 1 unit # 3s"]
+    assert stage_node(2, stages[1]) == ["  KTAP version 1", "  1..3", "  not ok 1 c  d # exit 1",
+                                        "  ok 2 e # XFAIL known", "  not ok 3 f # ERROR ?",
+                                        "not ok 2 guest 6.1 # 40s"]
+    t = totals(stages)
+    assert t == {"pass": 1, "fail": 1, "skip": 1, "xfail": 1, "xpass": 0, "error": 1}
+    assert totals_lines(t) == ["# Totals: pass:1 fail:1 xfail:1 xpass:0 skip:1 error:1",
+                               "check: 1 passed, 2 failed, 1 skipped"]
+

@@ -6,8 +6,9 @@ import glob
 import os
 import re
 
-import check
-import memhp_common
+import memhp_host
+from memhp_host import check
+from memhp_host import kernels as memhp_common
 
 # Symbols the code names that the fragment gets by another name: each
 # with why it needs no line of its own.
@@ -19,11 +20,11 @@ IMPLIED = {
 
 def code_symbols():
     """CONFIG_ symbols our modules and selftests test for."""
-    files = (glob.glob(os.path.join(check.TOP, "mm", "*.[ch]")) +
-             glob.glob(os.path.join(check.TOP, "drivers", "*", "*.[ch]")) +
-             glob.glob(os.path.join(check.TOP, "include", "*.h")) +
-             glob.glob(os.path.join(check.SELFTESTS, "*.sh")) +
-             glob.glob(os.path.join(check.SELFTESTS, "*.c")))
+    files = (glob.glob(os.path.join(memhp_host.TOP, "mm", "*.[ch]")) +
+             glob.glob(os.path.join(memhp_host.TOP, "drivers", "*", "*.[ch]")) +
+             glob.glob(os.path.join(memhp_host.TOP, "include", "*.h")) +
+             glob.glob(os.path.join(memhp_host.SELFTESTS, "*.sh")) +
+             glob.glob(os.path.join(memhp_host.SELFTESTS, "*.c")))
     syms = set()
     for path in files:
         with open(path, errors="replace") as f:
@@ -41,8 +42,8 @@ def test_the_fragment_is_complete():
 
 
 def test_every_section_names_real_tests():
-    tests = {os.path.basename(p) for p in glob.glob(os.path.join(check.SELFTESTS, "*.sh"))}
-    tests |= {os.path.basename(p)[:-2] for p in glob.glob(os.path.join(check.SELFTESTS, "*.c"))}
+    tests = {os.path.basename(p) for p in glob.glob(os.path.join(memhp_host.SELFTESTS, "*.sh"))}
+    tests |= {os.path.basename(p)[:-2] for p in glob.glob(os.path.join(memhp_host.SELFTESTS, "*.c"))}
     sections = check.fragment_sections()
     assert sections[0][0] is None, "the first section is # must"
     for names, opts in sections[1:]:

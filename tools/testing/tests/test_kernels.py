@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-import memhp_common as mc
+from memhp_host import kernels as mc
 
 NAMES = {"6.1.0-56-amd64", "6.1.0-9-amd64", "6.12.117+deb12-amd64",
          "6.12.95+deb12.1-amd64", "7.3.4+deb13-amd64", "7.3.10+deb13-amd64",

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 
 from conftest import TOP
+from memhp_host import accel
 
 LAB = os.path.join(TOP, "tools", "lab", "lab.sh")
 # What lab.sh itself runs to check the host.
@@ -70,15 +71,15 @@ def test_host_goals_do_not_enter_the_root():
     assert "lab.sh enter" not in r.stdout
 
 
-def test_kvm_advice_in_the_lab_names_the_host_group(memhp_vm, monkeypatch):
+def test_kvm_advice_in_the_lab_names_the_host_group(monkeypatch):
     # /dev/kvm as the lab's user namespace shows it: group not mapped.
     st = os.stat_result((0o20660, 1, 5, 1, 65534, 65534, 0, 0, 0, 0))
-    monkeypatch.setattr(memhp_vm.os, "stat", lambda path: st)
-    monkeypatch.setattr(memhp_vm.os, "access", lambda path, mode: False)
-    monkeypatch.setattr(memhp_vm, "overflow_gid", lambda: 65534)
+    monkeypatch.setattr(accel.os, "stat", lambda path: st)
+    monkeypatch.setattr(accel.os, "access", lambda path, mode: False)
+    monkeypatch.setattr(accel, "overflow_gid", lambda: 65534)
     monkeypatch.setenv("MEMHP_IN_LAB", "1")
-    why = memhp_vm.kvm_access()
+    why = accel.kvm_access()
     assert "not mapped in the lab's user namespace" in why
     assert "usermod -aG kvm" in why
     monkeypatch.delenv("MEMHP_IN_LAB")
-    assert "not mapped" not in memhp_vm.kvm_access()
+    assert "not mapped" not in accel.kvm_access()

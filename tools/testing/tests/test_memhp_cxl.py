@@ -48,7 +48,7 @@ class FakeMemory:
 
 @pytest.fixture
 def cxl(tmp_path, monkeypatch):
-    mod = load_script(os.path.join(TESTING, "vm", "memhp-cxl"), "memhp_cxl")
+    mod = load_script(os.path.join(TESTING, "guest", "memhp-cxl"), "memhp_cxl")
     mem = FakeMemory(str(tmp_path), [114, 115, 116, 117])
     monkeypatch.setattr(mod, "MEMORY", str(tmp_path))
     monkeypatch.setattr(mod, "write", mem.write)

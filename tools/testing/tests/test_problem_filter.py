@@ -9,6 +9,7 @@ that only contain "WARNING:" after a subsystem's prefix, as a guest on
 import re
 
 import pytest
+from memhp_host import guestlog
 
 
 def ids(lines):
@@ -86,49 +87,49 @@ NOTICES = [
 
 
 @pytest.mark.parametrize("line", OWN_LOGS + REPORTS, ids=ids(OWN_LOGS + REPORTS))
-def test_kernel_problem_matches(memhp_vm, line):
-    assert memhp_vm.PROBLEM_RE.search(memhp_vm.log_text(line)), line
+def test_kernel_problem_matches(line):
+    assert guestlog.PROBLEM_RE.search(guestlog.log_text(line)), line
 
 
 @pytest.mark.parametrize("line", NOTICES, ids=ids(NOTICES))
-def test_boot_notice_does_not_match(memhp_vm, line):
-    assert not memhp_vm.PROBLEM_RE.search(memhp_vm.log_text(line)), line
+def test_boot_notice_does_not_match(line):
+    assert not guestlog.PROBLEM_RE.search(guestlog.log_text(line)), line
 
 
-def test_log_text_strips_stamp_and_caller(memhp_vm):
-    assert memhp_vm.log_text("[   12.000001] [    T1] WARNING: suspicious RCU usage\n") == \
+def test_log_text_strips_stamp_and_caller():
+    assert guestlog.log_text("[   12.000001] [    T1] WARNING: suspicious RCU usage\n") == \
         "WARNING: suspicious RCU usage"
-    assert memhp_vm.log_text("[    0.5] RETBleed: WARNING: x") == "RETBleed: WARNING: x"
+    assert guestlog.log_text("[    0.5] RETBleed: WARNING: x") == "RETBleed: WARNING: x"
 
 
-def test_scan_logs_reports_splat_not_notice(memhp_vm, tmp_path):
+def test_scan_logs_reports_splat_not_notice(tmp_path):
     (tmp_path / "console.log").write_text("\n".join(NOTICES + [
         "[  253.875000] sparse_hotplug: warning provoked on request through debugfs",
         OWN_LOGS[0]]) + "\n")
-    problems = memhp_vm.scan_logs(str(tmp_path))
+    problems = guestlog.scan_logs(str(tmp_path))
     assert problems == ["sparse_hotplug: warning provoked on request through debugfs",
-                        memhp_vm.log_text(OWN_LOGS[0])]
+                        guestlog.log_text(OWN_LOGS[0])]
 
 
-def test_qemu_boot_abort_before_the_command_only(memhp_vm, tmp_path):
+def test_qemu_boot_abort_before_the_command_only(tmp_path):
     abort = ("qemu-system-x86_64: system/physmem.c:2678: iotlb_to_section: Assertion "
              "`section_index < d->map.sections_nb' failed.")
     (tmp_path / "console.log").write_text(
         "[    3.63] pci 0000:00:07.0: BAR 1 [mem 0xfebfb000-0xfebfbfff]\n" + abort + "\n")
-    assert memhp_vm.qemu_aborted_before_command(str(tmp_path)) == "iotlb_to_section: Assertion"
+    assert guestlog.qemu_aborted_before_command(str(tmp_path)) == "iotlb_to_section: Assertion"
     (tmp_path / "console.log").write_text(
         "[   43.45] virtme-ng-init: starting script\n" + abort + "\n")
-    assert memhp_vm.qemu_aborted_before_command(str(tmp_path)) is None
+    assert guestlog.qemu_aborted_before_command(str(tmp_path)) is None
     (tmp_path / "console.log").write_text("[    3.63] Kernel panic - not syncing\n")
-    assert memhp_vm.qemu_aborted_before_command(str(tmp_path)) is None
+    assert guestlog.qemu_aborted_before_command(str(tmp_path)) is None
 
 
-def test_qemu_boot_abort_in_ramblock_ptr(memhp_vm, tmp_path):
+def test_qemu_boot_abort_in_ramblock_ptr(tmp_path):
     (tmp_path / "console.log").write_text(
         "[    2.00] pci 0000:00:0a.0: BAR 4 [mem 0xfebe0000-0xfebe3fff 64bit pref]\n"
         "qemu-system-x86_64: include/exec/ram_addr.h:91: ramblock_ptr: Assertion "
         "`offset_in_ramblock(block, offset)' failed.\n")
-    assert memhp_vm.qemu_aborted_before_command(str(tmp_path)) == "ramblock_ptr: Assertion"
+    assert guestlog.qemu_aborted_before_command(str(tmp_path)) == "ramblock_ptr: Assertion"
     (tmp_path / "console.log").write_text(
         "qemu-system-x86_64: hw/mem/pc-dimm.c:1: foo: Assertion `x' failed.\n")
-    assert memhp_vm.qemu_aborted_before_command(str(tmp_path)) is None
+    assert guestlog.qemu_aborted_before_command(str(tmp_path)) is None

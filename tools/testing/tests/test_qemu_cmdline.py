@@ -26,10 +26,10 @@ import time
 
 import pytest
 
-import check
 from conftest import TESTING
-import run
+from memhp_host import check, run
 
+pytestmark = pytest.mark.qemu
 GiB = 1 << 30
 
 

@@ -14,6 +14,8 @@ import pytest
 
 from conftest import TOP
 
+pytestmark = pytest.mark.qemu
+
 CACHE = os.environ.get("MEMHP_CACHE", "/var/cache/memhp-lab")
 PATCHES = sorted(glob.glob(os.path.join(TOP, "tools", "qemu", "*.patch")))
 DEV_PATCHES = sorted(glob.glob(os.path.join(TOP, "tools", "qemu", "dev", "*.patch")))

@@ -11,6 +11,7 @@ RCU-deferred free does.
 import asyncio
 
 import pytest
+from memhp_host import relay as relay_mod
 
 MiB = 1 << 20
 ALIGN = 64 * 4096
@@ -100,9 +101,9 @@ class FakeQemu:
         raise QmpError(f"unexpected {cmd}")
 
 
-def relay(memhp_vm, qemu, inject=False):
+def relay(qemu, inject=False):
     lines = []
-    r = memhp_vm.Relay("/nonexistent", lines.append, hold_freed_ram=True,
+    r = relay_mod.Relay("/nonexistent", lines.append, hold_freed_ram=True,
                        inject_failure=inject, qmp=qemu)
     r.lines = lines
     return r
@@ -124,10 +125,10 @@ def held_ranges(qemu):
     return [(b[1], b[2]) for k, b in qemu.blocks.items() if k.startswith("memhp-hold-")]
 
 
-def test_freed_range_is_held(memhp_vm):
+def test_freed_range_is_held():
     q = FakeQemu({**BOOT, "m1": (2048 * MiB, 128 * MiB),
                   "m2": (2176 * MiB, 128 * MiB)})
-    r = relay(memhp_vm, q)
+    r = relay(q)
     delete(r, "m1")
     assert r.failures == []
     assert held_ranges(q) == [(2048 * MiB, 128 * MiB)]
@@ -135,88 +136,86 @@ def test_freed_range_is_held(memhp_vm):
                in x for x in r.lines)
 
 
-def test_highest_block_held_past_a_smaller_gap(memhp_vm):
+def test_highest_block_held_past_a_smaller_gap():
     # A 128 MiB gap below, the freed block the highest: its gap is
     # unbounded, so the first hold fills the smaller gap, the second the
     # freed range.
     q = FakeQemu({**BOOT, "a": (2048 * MiB, 128 * MiB),
                   "b": (2304 * MiB, 128 * MiB)})
-    r = relay(memhp_vm, q)
+    r = relay(q)
     delete(r, "b")
     assert r.failures == []
     assert (2304 * MiB, 128 * MiB) in held_ranges(q)
     assert len(held_ranges(q)) == 2
 
 
-def test_other_block_freed_at_once_is_not_taken_for_it(memhp_vm):
+def test_other_block_freed_at_once_is_not_taken_for_it():
     # An earlier delete's block leaves the list in the same RCU pass: the
     # relay must wait for its own block by name.
     q = FakeQemu({**BOOT, "m1": (2048 * MiB, 128 * MiB),
                   "m2": (2176 * MiB, 256 * MiB),
                   "other": (2432 * MiB, 64 * MiB)}, rcu_polls=4)
     q.pending[q.objs.pop("other")] = 0
-    r = relay(memhp_vm, q)
+    r = relay(q)
     delete(r, "m2")
     assert r.failures == []
     assert (2176 * MiB, 256 * MiB) in held_ranges(q)
     assert all(ln == 256 * MiB for _, ln in held_ranges(q))
 
 
-def test_block_never_freed_fails(memhp_vm):
+def test_block_never_freed_fails():
     q = FakeQemu({**BOOT, "m1": (2048 * MiB, 128 * MiB)}, rcu_polls=10 ** 9)
-    r = relay(memhp_vm, q)
+    r = relay(q)
     r.HOLD_WAIT = 0.3
     delete(r, "m1")
     assert len(r.failures) == 1 and "was not freed within" in r.failures[0]
     assert held_ranges(q) == []
 
 
-def test_refused_object_add_fails(memhp_vm):
+def test_refused_object_add_fails():
     q = FakeQemu({**BOOT, "m1": (2048 * MiB, 128 * MiB)}, refuse_add=True)
-    r = relay(memhp_vm, q)
+    r = relay(q)
     delete(r, "m1")
     assert len(r.failures) == 1 and "object-add refused" in r.failures[0]
 
 
-def test_hold_elsewhere_and_no_retry_left_fails(memhp_vm):
+def test_hold_elsewhere_and_no_retry_left_fails():
     q = FakeQemu({**BOOT, "a": (2048 * MiB, 128 * MiB),
                   "b": (2304 * MiB, 128 * MiB)})
-    r = relay(memhp_vm, q)
+    r = relay(q)
     r.HOLD_MAX = 1
     delete(r, "b")
     assert len(r.failures) == 1 and "is not held" in r.failures[0]
     assert held_ranges(q) == [(2176 * MiB, 128 * MiB)]
 
 
-def test_injected_failure_adds_no_hold_and_fails(memhp_vm):
+def test_injected_failure_adds_no_hold_and_fails():
     q = FakeQemu({**BOOT, "m1": (2048 * MiB, 128 * MiB)})
-    r = relay(memhp_vm, q, inject=True)
+    r = relay(q, inject=True)
     delete(r, "m1")
     assert held_ranges(q) == []
     assert len(r.failures) == 1 and "MEMHP_VM_INJECT_HOLD_FAILURE" in r.failures[0]
 
 
-def test_backend_no_device_used_needs_no_hold(memhp_vm):
+def test_backend_no_device_used_needs_no_hold():
     q = FakeQemu({**BOOT, "m1": (2048 * MiB, 128 * MiB)})
-    r = relay(memhp_vm, q)
+    r = relay(q)
     delete(r, "m1", plugged=False)
     assert r.failures == [] and held_ranges(q) == []
     assert any("m1 was no device's memory" in x for x in r.lines)
 
 
-def test_no_hold_for_other_objects_or_when_off(memhp_vm):
+def test_no_hold_for_other_objects_or_when_off():
     q = FakeQemu({**BOOT, "m1": (2048 * MiB, 128 * MiB)})
-    r = memhp_vm.Relay("/nonexistent", lambda m: None, hold_freed_ram=False, qmp=q)
+    r = relay_mod.Relay("/nonexistent", lambda m: None, hold_freed_ram=False, qmp=q)
     delete(r, "m1")
     assert held_ranges(q) == [] and r.failures == []
     with pytest.raises(QmpError):
-        delete(relay(memhp_vm, q), "nosuch", plugged=False)
+        delete(relay(q), "nosuch", plugged=False)
 
 
 def test_covers():
-    from conftest import load_script, TESTING  # noqa: F401
-    import os
-    m = load_script(os.path.join(TESTING, "vm", "memhp-vm"), "memhp_vm_covers")
+    m = relay_mod
     assert m.covers([(0, 10), (10, 10)], (5, 10))
     assert not m.covers([(0, 10), (12, 10)], (5, 10))
     assert m.covers([(20, 5), (0, 30)], (5, 10))
@@ -238,15 +237,15 @@ INFO_RAMBLOCK = (
     "0x0000000000200000 0x00007f5c92a00000  ro\r\n")
 
 
-def test_parse_info_ramblock(memhp_vm):
-    assert memhp_vm.parse_ramblocks(INFO_RAMBLOCK) == [
+def test_parse_info_ramblock():
+    assert relay_mod.parse_ramblocks(INFO_RAMBLOCK) == [
         ("pc.ram", 0, 0x40000000, 0x7f5c4be00000),
         ("tbm1", 0x40300000, 0x8000000, 0x7f5c3be00000),
         ("", 0x48300000, 0x8000000, 0x7f5c33c00000),
         ("/rom@etc/acpi/tables", 0x40080000, 0x200000, 0x7f5c92a00000)]
 
 
-def test_device_add_whose_block_has_no_name_fails(memhp_vm):
+def test_device_add_whose_block_has_no_name_fails():
     q = FakeQemu({**BOOT, "m1": (2048 * MiB, 128 * MiB)})
 
     async def unnamed_add(cmd, args=None):
@@ -254,6 +253,6 @@ def test_device_add_whose_block_has_no_name_fails(memhp_vm):
             return {}
         return await FakeQemu.execute(q, cmd, args)
     q.execute = unnamed_add
-    r = relay(memhp_vm, q)
+    r = relay(q)
     asyncio.run(r._execute("device_add", {"driver": "pc-dimm", "id": "d1", "memdev": "m1"}))
     assert len(r.failures) == 1 and "cannot be held later" in r.failures[0]

@@ -7,20 +7,19 @@ import resource
 import subprocess
 import sys
 
-from conftest import TESTING, load_script
+from memhp_host import report, run, vm
 
 
-def test_peak_rss_is_the_largest_waited_child(memhp_vm):
+def test_peak_rss_is_the_largest_waited_child():
     # A child that touches 64 MiB, waited for: the peak is at least that.
     subprocess.run([sys.executable, "-c", "b = bytearray(64 << 20); b[::4096] = b'x' * (16384)"],
                    check=True)
-    assert memhp_vm.qemu_peak_rss_mib() >= 64
-    assert memhp_vm.qemu_peak_rss_mib() == \
+    assert vm.qemu_peak_rss_mib() >= 64
+    assert vm.qemu_peak_rss_mib() == \
         resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
 
 
 def test_run_reads_the_peak_from_memhp_vm():
-    run = load_script(os.path.join(TESTING, "run.py"), "memhp_run")
     seen = {}
     rc, _ = run.stream(["sh", "-c", "echo guest line; "
                         "echo 'memhp-vm: exit 0 after 12s, QEMU peak RSS 1234 MiB'"],
@@ -29,16 +28,15 @@ def test_run_reads_the_peak_from_memhp_vm():
     seen = {}
     run.stream(["sh", "-c", "echo 'memhp-vm: exit 0 after 12s'"], dict(os.environ), "t", seen)
     assert seen == {}
-    assert run.host_mem_mib() > 0
+    assert report.host_mem_mib() > 0
 
 
 def test_count_ratios_from_the_experiment_pairs(tmp_path):
-    run = load_script(os.path.join(TESTING, "run.py"), "memhp_run")
     spec = tmp_path / "count-ratios"
     spec.write_text("# comment\nshim-plug upstream-plug\nshim-x upstream-plug\n")
     by_name = {"shim-plug": [{"kernel": k} for k in (90, 100, 110)],
                "upstream-plug": [{"kernel": k} for k in (200, 210, 220)]}
-    lines = run.count_ratios(by_name, str(spec))
+    lines = report.count_ratios(by_name, str(spec))
     assert lines[-1] == "| shim-plug / upstream-plug | 0.476 | 0.450 | no |"
     assert len([ln for ln in lines if ln.startswith("| shim")]) == 1
-    assert run.count_ratios(by_name, str(tmp_path / "none")) == []
+    assert report.count_ratios(by_name, str(tmp_path / "none")) == []

@@ -11,7 +11,7 @@ MEMHP_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 MEMHP_TOP=${MEMHP_TOP:-$(cd "$MEMHP_LIB_DIR/../../../.." && pwd)}
 MEMORY_SYSFS=/sys/devices/system/memory
-export PATH="$MEMHP_TOP/tools/testing/vm:$PATH"
+export PATH="$MEMHP_TOP/tools/testing/guest:$PATH"
 
 # Skip the whole test (exit 4) unless we are root in a memhp guest.
 memhp_require_guest()

@@ -1,19 +1,27 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Helpers shared by check.py, run.py and the experiments' host scripts.
+"""The kernel model: the series of tools/kernels.tsv, the releases
+installed of each, the kernel trees a user built, their images, and the
+--kernels filter that make check, make run and memhp-vm share.
 
-check.py and run.py import this as `memhp_common` (their own directory is
-on sys.path); a host script adds tools/testing to sys.path first.
+tools/kernels.tsv is the one list of the suite's kernels: the Makefile
+(KVERS, KSERIES), tools/setup.sh and this module read it.
 """
 
 import os
 import re
 
-TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+from . import TOP
+
+
 KERNELS_TABLE = os.path.join(TOP, "tools", "kernels.tsv")
+
+
 # Where release directories are looked for: the host's modules, and the
 # build root that holds the headers of a kernel the host cannot build for
 # (the Makefile's BUILD_ROOT, same default and override).
 BUILD_ROOT = os.environ.get("BUILD_ROOT", "/var/cache/memhp-lab/trixie-root")
+
+
 MODULE_DIRS = ("/lib/modules", os.path.join(BUILD_ROOT, "usr", "lib", "modules"))
 
 
@@ -110,6 +118,20 @@ def select_kernels(spec, available):
     return out
 
 
+def guest_kernels(spec, kernels):
+    """--guest-kernels: of the kernels selected (--kernels), those whose
+    guest stage runs (all when spec is empty). A kernel tree outside
+    them is refused (ValueError) as a release is: the static stage would
+    not have built for it."""
+    if not spec:
+        return list(kernels)
+    chosen = select_kernels(spec, kernels)
+    extra = [k for k in chosen if k not in kernels]
+    if extra:
+        raise ValueError(f"--guest-kernels {spec}: {' '.join(extra)} is not in --kernels")
+    return chosen
+
+
 def release_of(kernel):
     """The release of a --kernels entry: its own, or a kernel tree's."""
     tree = kernel_tree(kernel) if is_tree_spec(kernel) else None
@@ -128,23 +150,58 @@ def series(kver):
     return m.group(1) if m else kver
 
 
-def ratio(base, value, style="cell"):
-    """value / base, in one of the forms the reports print:
+def release_image(release):
+    """An installed release's kernel: /boot/vmlinuz-RELEASE, or where
+    Debian 7.x's linux-binary package puts it, /usr/lib/modules/RELEASE/vmlinuz."""
+    for path in (os.path.join("/boot", "vmlinuz-" + release),
+                 os.path.join("/usr/lib/modules", release, "vmlinuz")):
+        if os.path.exists(path):
+            return path
+    return None
 
-    "cell"  (run.py's side-by-side tables, base = the oldest kernel's figure)
-            "1.23"; "-" if either is None; base 0: "=" if value is 0 too,
-            else "-"
-    "x"     "1.23x"; "-" if base is 0 or None
-    "float" the number; nan if base is 0 or None
-    """
-    if style == "cell":
-        if base is None or value is None:
-            return "-"
-        if base == 0:
-            return "=" if value == 0 else "-"
-        return f"{value / base:.2f}"
-    if style == "x":
-        return f"{value / base:.2f}x" if base else "-"
-    if style == "float":
-        return value / base if base else float("nan")
-    raise ValueError(f"ratio: unknown style {style!r}")
+
+def image_releases():
+    """The releases whose kernel image is installed."""
+    rels = set()
+    for d, prefix in (("/boot", "vmlinuz-"), ("/usr/lib/modules", "")):
+        try:
+            rels |= {f[len(prefix):] for f in os.listdir(d) if f.startswith(prefix)}
+        except OSError:
+            pass
+    return {r for r in rels if release_image(r)}
+
+
+class KernelError(ValueError):
+    """A kernel a command names that is not there; the message says why."""
+
+
+def newest_kernel(series):
+    """The image of the newest installed release of series."""
+    rel = newest_release(series, image_releases())
+    if not rel:
+        raise KernelError(f"no kernel image of the {series} series: run `make setup` first")
+    return release_image(rel)
+
+
+def resolve_kernel(spec):
+    """--kernel: a bzImage path, a kernel tree, an installed release or a
+    series of tools/kernels.tsv (its newest release); none: the table's
+    first series. KernelError when spec names none of these."""
+    names = [ser for ser, _, _ in kernel_table()]
+    if not spec:
+        return newest_kernel(names[0])
+    if spec in names:
+        return newest_kernel(spec)
+    if os.path.isdir(spec):
+        # A kernel tree: vng boots its bzImage with its own modules.
+        if not kernel_tree(spec):
+            raise KernelError(f"--kernel {spec}: a directory, but no built kernel tree "
+                              "(include/config/kernel.release)")
+        return os.path.abspath(spec)
+    if os.path.exists(spec):
+        return spec
+    image = release_image(spec)
+    if image:
+        return image
+    raise KernelError(f"--kernel {spec}: not a file, an installed release or one of "
+                      f"{', '.join(names)}")
