@@ -329,7 +329,10 @@ class Runs:
             text = f.read()
         try:
             m = json.loads(text)
-            runs = cls(m["env"], m.get("count", ["off", "not recorded in its run.json"]))
+            count = m.get("count", ["off", "not recorded in its run.json"])
+            if not isinstance(count, list) or len(count) != 2:
+                raise ValueError(f"count {count!r} is not [mode, why]")
+            runs = cls(m["env"], count)
             runs.took = {(k, n): float(t) for k, n, t in m["took"]}
             runs.load = {(k, n): tuple(x) for k, n, x in m.get("load", [])}
             runs.rss = {(k, n): x for k, n, x in m.get("qemu_rss_mib", [])}

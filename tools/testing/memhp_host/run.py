@@ -200,6 +200,8 @@ def parse_args(argv=None):
                    help="no runs: rebuild results/report.md from the results there")
     p.add_argument("--guest-timeout", type=int, default=3600)
     args = p.parse_args(argv)
+    if args.list:
+        return args
     try:
         args.env = parse_env(args.env)
         args.exps = select_experiments(args.only, args.full)
@@ -247,7 +249,7 @@ def build(kvers):
             return f"module build for {k} failed"
     say("building selftest helpers")
     if subprocess.run(["make", "-s", "--no-print-directory", "selftests"], cwd=TOP).returncode:
-        return "selftests build failed"
+        return "build failed"
     return None
 
 
@@ -273,28 +275,30 @@ def run_all(args, kvers):
     return runs
 
 
-def stored_runs(path):
-    """--report-only: the Runs of the last make run (run.json), or empty
-    ones, said, when there is none; a run.json that cannot be read is an
-    error (ValueError, OSError), never a report without its failures."""
+def stored_runs(path, args):
+    """--report-only: the Runs of the last make run (run.json); when there
+    is none, said, empty ones with this command line's env and --count. A
+    run.json that cannot be read is an error (ValueError, OSError), never
+    a report without its failures."""
     try:
         return Runs.load(path)
     except FileNotFoundError:
         say(f"{path}: none, so this report has no times and no failures of the runs")
-        return Runs({}, ("off", "not recorded"))
+        count = (args.count, f"--count {args.count}") if args.count else ("off", "not recorded")
+        return Runs(args.env, count)
 
 
 def main(argv=None):
     """make run: the exit status, 1 when an experiment failed."""
     args = parse_args(argv)
     if args.list:
-        print("\n".join(name for name, _ in args.exps))
+        print("\n".join(name for name, _ in experiments()))
         return 0
     t0 = time.monotonic()
     meta = os.path.join(RESULTS, "run.json")
     if args.report_only:
         try:
-            runs = stored_runs(meta)
+            runs = stored_runs(meta, args)
         except (OSError, ValueError) as e:
             sys.exit(f"run: --report-only: {e}")
     else:

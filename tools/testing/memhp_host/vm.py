@@ -8,7 +8,7 @@ path, DIMM slots and virtio-mem devices, and a QMP relay: inside the
 guest, `memhp-qmp CMD key=value...` runs a QMP command on the guest's own
 QEMU through a virtio-serial port. The machine, the accelerator and the
 CPU model are memhp-vm's own choice, the same whatever virtme-ng would
-pick for the accelerator (qemu.build_qemu_opts()).
+pick for the accelerator (cmdline.build_qemu_opts()).
 
 The runner exits with the command's status, 124 when --timeout expired and
 125 when the guest failed by itself: it did not boot or finish, its kernel

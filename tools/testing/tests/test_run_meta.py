@@ -59,3 +59,8 @@ def test_a_malformed_row_is_an_error(tmp_path):
 def test_a_missing_run_json_is_file_not_found(tmp_path):
     with pytest.raises(FileNotFoundError):
         Runs.load(str(tmp_path / "run.json"))
+
+
+def test_a_count_that_is_not_mode_and_why_is_an_error(tmp_path):
+    with pytest.raises(ValueError, match="count"):
+        Runs.load(write(tmp_path, dict(GOOD, count=["on"])))

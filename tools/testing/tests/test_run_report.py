@@ -7,6 +7,8 @@ import resource
 import subprocess
 import sys
 
+import pytest
+
 from memhp_host import report, run, vm
 
 
@@ -40,3 +42,17 @@ def test_count_ratios_from_the_experiment_pairs(tmp_path):
     assert lines[-1] == "| shim-plug / upstream-plug | 0.476 | 0.450 | no |"
     assert len([ln for ln in lines if ln.startswith("| shim")]) == 1
     assert report.count_ratios(by_name, str(tmp_path / "none")) == []
+
+
+def test_experiments_named_run_in_the_tree_order_and_opt_in_ones_only_when_named(tmp_path):
+    exps = []
+    for name in ("10-a", "20-b", "80-long"):
+        (tmp_path / name).mkdir()
+        exps.append((name, str(tmp_path / name)))
+    (tmp_path / "80-long" / "opt-in").write_text("an hour\n")
+    names = [n for n, _ in run.select_experiments("", False, exps)]
+    assert names == ["10-a", "20-b"]
+    assert [n for n, _ in run.select_experiments("", True, exps)] == ["10-a", "20-b", "80-long"]
+    assert [n for n, _ in run.select_experiments("80,10", False, exps)] == ["10-a", "80-long"]
+    with pytest.raises(ValueError, match="no such experiment"):
+        run.select_experiments("99", False, exps)
