@@ -30,9 +30,11 @@
 # only takes idle CPU. About 30 min on 2 idle cores for 6.1; 6.12 is
 # bigger (over an hour).
 #
-# usage: build-kernel.sh [--series 6.1|6.12|7.3] [--config-only|--print-dir]
+# usage: build-kernel.sh [--series 6.1|6.12|7.3] [--config-only|--print-dir|--print-kernel]
 # (--config-only: extract and configure, print the .config path, no build;
-# --print-dir: print the series' build directory, nothing else)
+# --print-dir: print the series' build directory, nothing else;
+# --print-kernel: the packaged kernel it starts from: release, build tree,
+# compiler and build root, a line each)
 
 set -euo pipefail
 
@@ -40,12 +42,14 @@ TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 series=6.1
 config_only=0
 print_dir=0
+print_kernel=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--series) series=${2:-}; shift ;;
 	--config-only) config_only=1 ;;
 	--print-dir) print_dir=1 ;;
-	*) echo "build-kernel: unknown argument '$1' (--series 6.1|6.12|7.3, --config-only, --print-dir)" >&2
+	--print-kernel) print_kernel=1 ;;
+	*) echo "build-kernel: unknown argument '$1' (--series 6.1|6.12|7.3, --config-only, --print-dir, --print-kernel)" >&2
 	   exit 2 ;;
 	esac
 	shift
@@ -65,6 +69,10 @@ esac
 	-u MFLAGS -u MAKELEVEL -u KVER -u KDIR -u KERNEL make -s -C "$TOP" \
 	--no-print-directory print-kver print-kdir print-kcc print-build-root KSERIES="$series")
 [ -n "$release" ] || { echo "build-kernel: no installed $series kernel (make setup)" >&2; exit 1; }
+if [ "$print_kernel" = 1 ]; then
+	printf '%s\n' "$release" "$kdir" "$KCC" "$BUILD_ROOT"
+	exit 0
+fi
 DEBIAN_CONFIG="$kdir/.config"
 RUN=()
 KARGS=()
