@@ -53,6 +53,10 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
+# Run as `make check-debug KVER=7.3`, make's command line is in MAKEFLAGS
+# and the environment; the makes below name their kernel themselves
+# (KDIR=, --series), so none of it is passed on.
+unset MAKEFLAGS MFLAGS MAKELEVEL KVER KDIR KERNEL KSERIES
 # The series' build directory (build-kernel.sh knows them; a bad --series
 # ends here, exit 2).
 DEBUG=$("$TOP/tools/testing/debug/build-kernel.sh" --series "$series" --print-dir) || exit 2
