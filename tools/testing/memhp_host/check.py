@@ -170,20 +170,20 @@ class Record:
 
 
 # A group's guest is killed after the boot allowance (memhp-vm's
-# --boot-timeout) plus GROUP_SLACK times its tests' budgets, at most
+# --boot-timeout; --boot-timeout sets another, make check-debug's slower
+# kernels) plus GROUP_SLACK times its tests' budgets, at most
 # GROUP_TIMEOUT_MAX seconds: a hang fails its group in minutes, not in the
 # half hour a whole default group may take. A test without a budget counts
 # NO_BUDGET seconds.
 BOOT_ALLOWANCE = 300
-
-
 GROUP_SLACK = 2
-
-
 GROUP_TIMEOUT_MAX = 1800
-
-
 NO_BUDGET = 120
+
+
+def boot_allowance(args):
+    """Seconds a group's guest has to start its command."""
+    return getattr(args, "boot_timeout", 0) or BOOT_ALLOWANCE
 
 
 def group_timeout(args, tests):
@@ -191,7 +191,7 @@ def group_timeout(args, tests):
     if args.guest_timeout:
         return args.guest_timeout
     budgets = sum(budget_of(t) or NO_BUDGET for t in tests)
-    return min(GROUP_TIMEOUT_MAX, BOOT_ALLOWANCE + GROUP_SLACK * budgets)
+    return min(GROUP_TIMEOUT_MAX, boot_allowance(args) + GROUP_SLACK * budgets)
 
 
 def group_cmd(args, kernel, opts, tests, memhp_vm_opts=()):
@@ -199,7 +199,7 @@ def group_cmd(args, kernel, opts, tests, memhp_vm_opts=()):
     memhp-vm options opts, booted from kernel (memhp_vm_opts go before the
     group's own: --print-cmd for the unit tests)."""
     cmd = [MEMHP_VM, "--quiet", "--timeout", str(group_timeout(args, tests)),
-           "--boot-timeout", str(BOOT_ALLOWANCE), "--kernel", kernel]
+           "--boot-timeout", str(boot_allowance(args)), "--kernel", kernel]
     cmd += list(memhp_vm_opts)
     if getattr(args, "qemu", ""):
         cmd += ["--qemu", args.qemu]
@@ -367,6 +367,9 @@ def parse_args(argv=None):
     p.add_argument("--guest-timeout", type=int, default=0,
                    help="seconds before a group's guest is killed (default: from its "
                    "tests' budgets, group_timeout())")
+    p.add_argument("--boot-timeout", type=int, default=0,
+                   help=f"seconds a group's guest has to start its command (default "
+                   f"{BOOT_ALLOWANCE}; a debug kernel under TCG boots slower)")
     p.add_argument("--kernel", default="",
                    help="one bzImage for the guests (make check-debug); modules built with "
                    "KDIR, named by --kernel-release")

@@ -165,3 +165,12 @@ def test_stages_merge_into_one_ktap_document_with_totals():
     assert totals_lines(t) == ["# Totals: pass:1 fail:1 xfail:1 xpass:0 skip:1 error:1",
                                "check: 1 passed, 2 failed, 1 skipped"]
 
+
+
+def test_a_longer_boot_allowance_reaches_memhp_vm_and_the_group_limit():
+    import argparse
+    args = argparse.Namespace(guest_timeout=0, boot_timeout=1200, cpu_features="", env={})
+    cmd = check.group_cmd(args, "7.3", "", ["acpi_dimm.sh"])
+    assert cmd[cmd.index("--boot-timeout") + 1] == "1200"
+    short = check.group_timeout(argparse.Namespace(guest_timeout=0), ["acpi_dimm.sh"])
+    assert check.group_timeout(args, ["acpi_dimm.sh"]) in (short + 900, check.GROUP_TIMEOUT_MAX)
