@@ -39,6 +39,11 @@
 set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+# Run from `make check-debug KVER=7.3`, make's command line is in MAKEFLAGS
+# and the environment, and KVER would override the KSERIES lookup below;
+# the makes here name their kernel themselves, so none of it is passed on
+# (check-debug.sh does the same).
+unset MAKEFLAGS MFLAGS MAKELEVEL KVER KDIR KERNEL KSERIES
 series=6.1
 config_only=0
 print_dir=0
@@ -62,11 +67,8 @@ case "$series" in
 esac
 [ "$print_dir" = 1 ] && { echo "$DEBUG"; exit 0; }
 # The packaged kernel of the series (tools/kernels.tsv): its release,
-# build tree (Debian's config) and compiler; and the build root. Run
-# from `make check-debug KVER=7.3`, make's command line (KVER, KDIR) is in
-# MAKEFLAGS and the environment and would override KSERIES: not passed on.
-{ read -r release; read -r kdir; read -r KCC; read -r BUILD_ROOT; } < <(env -u MAKEFLAGS \
-	-u MFLAGS -u MAKELEVEL -u KVER -u KDIR -u KERNEL make -s -C "$TOP" \
+# build tree (Debian's config) and compiler; and the build root.
+{ read -r release; read -r kdir; read -r KCC; read -r BUILD_ROOT; } < <(make -s -C "$TOP" \
 	--no-print-directory print-kver print-kdir print-kcc print-build-root KSERIES="$series")
 [ -n "$release" ] || { echo "build-kernel: no installed $series kernel (make setup)" >&2; exit 1; }
 if [ "$print_kernel" = 1 ]; then

@@ -59,7 +59,8 @@ while [ $# -gt 0 ]; do
 done
 # Run as `make check-debug KVER=7.3`, make's command line is in MAKEFLAGS
 # and the environment; the makes below name their kernel themselves
-# (KDIR=, --series), so none of it is passed on.
+# (KDIR=, --series), so none of it is passed on (build-kernel.sh does the
+# same).
 unset MAKEFLAGS MFLAGS MAKELEVEL KVER KDIR KERNEL KSERIES
 # The series' build directory (build-kernel.sh knows them; a bad --series
 # ends here, exit 2).

@@ -13,6 +13,13 @@ RESULT_RE = re.compile(r"^(not ok|ok) (\d+)\s*([^#]*?)\s*(?:#\s*(.*))?$")
 
 
 DIRECTIVE_RE = re.compile(r"(SKIP|TODO|XFAIL|XPASS|TIMEOUT|ERROR)\b\s*(.*)", re.IGNORECASE)
+# A leaf's status and the directive that says it, both ways. XPASS
+# (kselftest's ksft_test_result_xpass()): passed where a failure was
+# expected, counted apart and not as a failure; ERROR
+# (ksft_test_result_error()): the test could not decide, a failure;
+# TIMEOUT (runner.sh) a failure; TODO leaves the result as it is.
+DIRECTIVE_OF = {"skip": "SKIP", "xfail": "XFAIL", "xpass": "XPASS", "error": "ERROR"}
+STATUS_OF = {**{d: s for s, d in DIRECTIVE_OF.items()}, "TIMEOUT": "fail"}
 
 
 class Leaf:
@@ -51,19 +58,7 @@ def parse_runner_tap(output):
         comment = m.group(4) or ""
         d = DIRECTIVE_RE.match(comment)
         directive, why = (d.group(1).upper(), d.group(2)) if d else (None, comment)
-        if directive == "SKIP":
-            status = "skip"
-        elif directive == "XFAIL":
-            status = "xfail"
-        elif directive == "XPASS":
-            # kselftest's ksft_test_result_xpass(): passed where a failure
-            # was expected; counted apart, and not as a failure.
-            status = "xpass"
-        elif directive == "ERROR":
-            # ksft_test_result_error(): the test could not decide; fails.
-            status = "error"
-        elif directive == "TIMEOUT":
-            status = "fail"
+        status = STATUS_OF.get(directive, status)
         name = m.group(3).strip() or f"test {m.group(2)}"
         if depth == 1:
             current.append(Leaf(name, status, why))
@@ -183,7 +178,6 @@ class StageResult:
         return not self.count("fail", "error")
 
 
-DIRECTIVE_OF = {"skip": "SKIP", "xfail": "XFAIL", "xpass": "XPASS", "error": "ERROR"}
 
 
 def leaf_line(j, leaf):

@@ -200,6 +200,7 @@ def parse_args(argv=None):
                    help="no runs: rebuild results/report.md from the results there")
     p.add_argument("--guest-timeout", type=int, default=3600)
     args = p.parse_args(argv)
+    args.count_why = f"--count {args.count}" if args.count else ""
     if args.list:
         return args
     try:
@@ -284,7 +285,7 @@ def stored_runs(path, args):
         return Runs.load(path)
     except FileNotFoundError:
         say(f"{path}: none, so this report has no times and no failures of the runs")
-        count = (args.count, f"--count {args.count}") if args.count else ("off", "not recorded")
+        count = (args.count, args.count_why) if args.count else ("off", "not recorded")
         return Runs(args.env, count)
 
 
@@ -302,7 +303,6 @@ def main(argv=None):
         except (OSError, ValueError) as e:
             sys.exit(f"run: --report-only: {e}")
     else:
-        args.count_why = f"--count {args.count}"
         if args.count is None:
             args.count, args.count_why = default_count(args.kernels[0])
         err = build(args.kernels)

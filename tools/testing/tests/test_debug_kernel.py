@@ -24,9 +24,9 @@ def lookup(series, env_extra=None):
 
 @pytest.mark.parametrize("series", [s for s, _, _ in kernel_table()])
 def test_the_series_kernel_whatever_make_was_told(series):
-    if not newest_release(series, installed_releases()):
-        pytest.skip(f"no {series} kernel installed (make setup)")
     want = newest_release(series, installed_releases())
+    if not want:
+        pytest.skip(f"no {series} kernel installed (make setup)")
     for extra in (None, {"KVER": series, "MAKEFLAGS": f" -- KVER={series}", "MAKELEVEL": "1"},
                   {"KDIR": "/nonexistent", "MAKEFLAGS": " -- KDIR=/nonexistent"}):
         rc, lines, err = lookup(series, extra)
