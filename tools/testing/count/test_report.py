@@ -63,12 +63,16 @@ class Report(unittest.TestCase):
             with open(path + ".kallsyms", "w") as f:
                 f.write(kallsyms_line(CORE, "T", "_stext"))
                 f.write(kallsyms_line(CORE + 0x100, "T", "core_func"))
+                f.write(kallsyms_line(CORE + 0x100000, "T", "native_queued_spin_lock_slowpath"))
+                f.write(kallsyms_line(CORE + 0x101000, "t", "read_hpet.part.0"))
+                f.write(kallsyms_line(CORE + 0x102000, "T", "queued_spin_lock_not_a_wait"))
                 f.write(kallsyms_mods)
             with open(path + ".syms", "w") as f:
                 f.write(syms)
             out = subprocess.run([sys.executable, REPORT, "--json", "--top", "0", path],
                                  capture_output=True, text=True, check=True).stdout
         (phase,) = json.loads(out)["phases"]
+        self.phase = phase
         return dict(phase["functions"])
 
     def test_in_module_text(self):
@@ -119,6 +123,15 @@ class Report(unittest.TestCase):
         funcs = self.run_report([[CORE + 0x200, 2], [CORE + 0x100 + (1 << 16), 3], [0, 4]],
                                 "@phase p\n" + A_SYMS + A_MODULES)
         self.assertEqual(funcs, {"core_func": 2, "[unknown]": 3, "[user]": 4})
+
+    def test_spin_waits(self):
+        """A phase's spin-waits are its instructions in SPIN_WAITS functions,
+        clone suffixes included, and in no other function."""
+        funcs = self.run_report([[CORE + 0x100010, 5], [CORE + 0x101010, 7], [CORE + 0x102010, 11],
+                                 [CORE + 0x200, 2], [0, 4]], "@phase p\n" + A_SYMS + A_MODULES)
+        self.assertEqual(funcs["read_hpet.part.0"], 7)
+        self.assertEqual(self.phase["spin_waits"], 12)
+        self.assertEqual(self.phase["kernel"], 29)
 
 
 if __name__ == "__main__":

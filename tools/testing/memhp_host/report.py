@@ -20,27 +20,41 @@ from .kernels import release_of, series
 COUNT_REPORT = os.path.join(TESTING, "count", "memhp-count-report")
 
 
+def net(ph):
+    """A phase's all-vCPU kernel instructions without its spin-waits
+    (memhp-count-report's SPIN_WAITS)."""
+    return ph["kernel"] - ph.get("spin_waits", 0)
+
+
 def count_ratios(by_name, spec):
     """Markdown lines of PHASE / BASE for each "PHASE BASE" line of the file
     spec (all-vCPU kernel instructions: the medians' ratio, the minimums'
-    ratio, and whether the two min-max ranges overlap), [] without it."""
+    ratio, and whether the two min-max ranges overlap; the same without
+    spin-waits), [] without it."""
     try:
         with open(spec) as f:
             pairs = [ln.split() for ln in f if ln.strip() and not ln.startswith("#")]
     except OSError:
         return []
     rows = []
+
+    def cells(key, pair):
+        a, b = (sorted(key(ph) for ph in by_name[p]) for p in pair)
+        return (f"{median(a) / median(b):.3f} | {a[0] / b[0]:.3f} | "
+                f"{'yes' if a[0] <= b[-1] and b[0] <= a[-1] else 'no'}")
     for pair in pairs:
         if len(pair) != 2 or not all(p in by_name for p in pair):
             continue
-        a, b = (sorted(ph["kernel"] for ph in by_name[p]) for p in pair)
-        rows.append(f"| {pair[0]} / {pair[1]} | {median(a) / median(b):.3f} | "
-                    f"{a[0] / b[0]:.3f} | {'yes' if a[0] <= b[-1] and b[0] <= a[-1] else 'no'} |")
+        rows.append(f"| {pair[0]} / {pair[1]} | {cells(lambda ph: ph['kernel'], pair)} | "
+                    f"{cells(net, pair)} |")
     if not rows:
         return []
     return ["", "All vCPUs' kernel instructions, phase against phase (ranges overlap: no "
-            "means the difference exceeds the spread of both):", "",
-            "| phases | median / median | min / min | ranges overlap |", "|---|---|---|---|"] + rows
+            "means the difference exceeds the spread of both); then the same net of "
+            "spin-waits:", "",
+            "| phases | median / median | min / min | ranges overlap | "
+            "net median / median | net min / min | net ranges overlap |",
+            "|---|---|---|---|---|---|---|"] + rows
 
 
 def append_counts(out, ratios=""):
@@ -51,7 +65,10 @@ def append_counts(out, ratios=""):
     ended on one vCPU: the operation itself and the interrupts that vCPU
     took), median; on all vCPUs (background work included), median, min
     and max, and their spread (max - min) / median; the host wall time
-    per run, median; and the function with most instructions. Where the
+    per run, median; the spin-wait instructions among them (a vCPU polling
+    for another: host scheduling under TCG, not work), median, and the
+    all-vCPU figure net of them, median and spread; and the function with
+    most instructions. Where the
     guest wrote count-units (count_per in experiments/lib.sh: lines
     "PATTERN AMOUNT UNIT", the first whose shell pattern matches a phase
     name is its), also the all-vCPU median per UNIT.
@@ -84,13 +101,17 @@ def append_counts(out, ratios=""):
              "that marked it, and on all vCPUs; host wall time under counting. "
              "Documentation/admin-guide/counting.rst says what the figures include.", "",
              "| phase | runs | marking vCPU kernel instr | all vCPUs kernel instr | min | max | "
-             "spread % | all vCPUs per unit | unit | wall ms | top function |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "spread % | spin-waits | net of spin-waits | net spread % | all vCPUs per unit | "
+             "unit | wall ms | top function |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, phs in by_name.items():
         k = sorted(ph["kernel"] for ph in phs)
         own = [ph["marking_vcpu_counts"]["kernel"] for ph in phs if ph["marking_vcpu_counts"]]
         med = median(k)
         spread = 100 * (k[-1] - k[0]) / med if med else 0
+        nk = sorted(net(ph) for ph in phs)
+        spin = median(ph.get("spin_waits", 0) for ph in phs)
+        nspread = 100 * (nk[-1] - nk[0]) / median(nk) if median(nk) else 0
         top = Counter()
         for ph in phs:
             for fn, n in ph["functions"][:1]:
@@ -99,7 +120,8 @@ def append_counts(out, ratios=""):
         per = "-" if not unit else f"{med / unit[0]:.1f}" if med / unit[0] < 100 else \
             f"{med / unit[0]:.0f}"
         lines.append(f"| {name} | {len(k)} | {f'{median(own):.0f}' if own else '-'} | {med:.0f} | {k[0]} | "
-                     f"{k[-1]} | {spread:.1f} | {per} | {unit[1] if unit else '-'} | "
+                     f"{k[-1]} | {spread:.1f} | {spin:.0f} | "
+                     f"{median(nk):.0f} | {nspread:.1f} | {per} | {unit[1] if unit else '-'} | "
                      f"{median([ph['wall_ms'] for ph in phs]):.1f} | "
                      f"{top.most_common(1)[0][0] if top else '-'} |")
     lines += count_ratios(by_name, ratios)
