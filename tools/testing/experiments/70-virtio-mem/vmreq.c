@@ -3,13 +3,15 @@
  * vmreq: one marked plug or unplug of 70-virtio-mem, for instruction
  * counting (make run, under TCG).
  *
- *   vmreq NAME KB|blocks=N TIMEOUT_S REQUEST_JSON
+ *   vmreq NAME KB|blocks=N|KB,blocks=N TIMEOUT_S REQUEST_JSON
  *
  * Begins the memhp-count phase NAME, sends REQUEST_JSON (a QMP command
  * object without "id") to the host through the memhp-vm relay port, and
- * waits until MemTotal is KB kB (blocks=N: until N memory blocks exist,
- * for memory added offline or removed offline, which MemTotal does not
- * see); then ends the phase. 80-scale uses it too. The wait blocks on
+ * waits until MemTotal is KB kB and (blocks=N) N memory blocks exist;
+ * then ends the phase. The block count sees memory added or removed
+ * offline, which MemTotal does not, and the end of an unplug: a
+ * virtio-mem driver takes the pages it evacuates out of MemTotal before
+ * it offlines and removes their block. 80-scale uses it too. The wait blocks on
  * the kernel's uevents (a memory block's add, online, offline or remove)
  * and reads /proc/meminfo only when one arrives, or after a second of
  * none (a sub-block change of MemTotal sends no uevent), so the phase
@@ -142,31 +144,53 @@ out:
 	return ret;
 }
 
+/*
+ * Parse KB, blocks=N or KB,blocks=N into *kb and *blocks (-1: not asked);
+ * 0, or -1 if malformed or asking for nothing.
+ */
+static int parse_want(const char *arg, long *kb, long *blocks)
+{
+	char *end;
+
+	*kb = -1;
+	*blocks = -1;
+	if (strncmp(arg, "blocks=", 7)) {
+		*kb = strtol(arg, &end, 10);
+		if (end == arg || *kb < 1)
+			return -1;
+		if (!*end)
+			return 0;
+		if (*end != ',')
+			return -1;
+		arg = end + 1;
+		if (strncmp(arg, "blocks=", 7))
+			return -1;
+	}
+	arg += 7;
+	*blocks = strtol(arg, &end, 10);
+	return end == arg || *end || *blocks < 0 ? -1 : 0;
+}
+
+/* Are MemTotal and the block count as asked? */
+static int reached(long kb, long blocks)
+{
+	return (kb < 0 || memtotal_kb() == kb) && (blocks < 0 || memory_blocks() == blocks);
+}
+
 int main(int argc, char **argv)
 {
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = 1 };
 	char *end, ev[8192];
-	long (*now)(void) = memtotal_kb;
-	const char *what = "MemTotal", *arg;
+	long kb, blocks, timeout;
 	double deadline;
-	long want, timeout;
 	int sk, ret;
 
 	if (argc != 5) {
-		fprintf(stderr, "usage: vmreq NAME KB|blocks=N TIMEOUT_S REQUEST_JSON\n");
+		fprintf(stderr, "usage: vmreq NAME KB|blocks=N|KB,blocks=N TIMEOUT_S REQUEST_JSON\n");
 		return 2;
 	}
-	arg = argv[2];
-	if (!strncmp(arg, "blocks=", 7)) {
-		arg += 7;
-		now = memory_blocks;
-		what = "memory blocks";
-	}
-	want = strtol(arg, &end, 10);
-	if (*end || !*arg)
-		want = -1;
 	timeout = strtol(argv[3], &end, 10);
-	if (want < (now == memory_blocks ? 0 : 1) || timeout <= 0 || *end) {
+	if (parse_want(argv[2], &kb, &blocks) || timeout <= 0 || *end || end == argv[3]) {
 		fprintf(stderr, "vmreq: KB and TIMEOUT_S must be positive, N a number\n");
 		return 2;
 	}
@@ -179,12 +203,12 @@ int main(int argc, char **argv)
 	deadline = now_s() + timeout;
 	memhp_mark(MEMHP_MARK_BEGIN, argv[1]);
 	ret = qmp(argv[4], deadline);
-	while (!ret && now() != want) {
+	while (!ret && !reached(kb, blocks)) {
 		struct pollfd p = { .fd = sk, .events = POLLIN };
 
 		if (now_s() > deadline) {
-			fprintf(stderr, "vmreq: %s %ld, not %ld, after %ld s\n",
-				what, now(), want, timeout);
+			fprintf(stderr, "vmreq: MemTotal %ld kB, %ld memory blocks, not %s, after %ld s\n",
+				memtotal_kb(), memory_blocks(), argv[2], timeout);
 			ret = 1;
 			break;
 		}
