@@ -205,6 +205,8 @@ def group_cmd(args, kernel, opts, tests, memhp_vm_opts=()):
         cmd += ["--qemu", args.qemu]
     if getattr(args, "reuse_freed_ram", False):
         cmd.append("--reuse-freed-ram")
+    if getattr(args, "root_cache", None):
+        cmd.append(f"--root-cache={args.root_cache}")
     if args.cpu_features:
         cmd.append(f"--tcg-cpu-features={args.cpu_features}")
     cmd += shlex.split(opts)
@@ -394,6 +396,9 @@ def parse_args(argv=None):
                    help="memhp-vm --reuse-freed-ram for every guest of the guest stage: no "
                    "hold of freed RAM offsets (for a QEMU that drops stale translations "
                    "itself); the runner stage tests the hold itself")
+    p.add_argument("--root-cache", choices=["loose"], default=None,
+                   help="memhp-vm --root-cache for every guest of the guest stage (make "
+                   "check-debug)")
     args = p.parse_args(argv)
     if args.qemu:
         if not (os.path.isfile(args.qemu) and os.access(args.qemu, os.X_OK)):

@@ -31,6 +31,12 @@ TCG_WATCHDOGS = ["watchdog_thresh=50", "rcupdate.rcu_cpu_stall_timeout=100"]
 # its bound is not reported as hung, under KVM as under TCG.
 HUNG_TASK = "sysctl.kernel.hung_task_timeout_secs=600"
 
+# The mount options virtme-ng gives the guest's 9p root (the host's /,
+# read-only), as the version tools/testing/vm/requirements.txt pins
+# passes them; --root-cache repeats them with a cache mode added, and a
+# later rootflags= replaces an earlier one.
+VNG_ROOTFLAGS = "version=9p2000.L,trans=virtio,access=any,msize=524288"
+
 
 def parse_size(text):
     """'2G', '512M', '1073741824' -> bytes."""
@@ -247,6 +253,10 @@ def build_vng_cmd(args, kernel, use_kvm, sockdir, rundir):
         cmd.append(f"--rodir={kernel}")
     if args.qemu:
         cmd += ["--qemu", args.qemu]
+    if getattr(args, "root_cache", None):
+        # vng would take virtio-fs for the root where virtiofsd exists:
+        # the rootflags below are 9p's.
+        cmd.append("--force-9p")
     # Hot-added memory starts offline on every kernel, as on 6.1's Debian
     # config; 6.12's sets MEMORY_HOTPLUG_DEFAULT_ONLINE=y (auto_online_blocks
     # "online"). Tests that want another policy write auto_online_blocks,
@@ -273,6 +283,8 @@ def build_vng_cmd(args, kernel, use_kvm, sockdir, rundir):
                 spec += f",cpus={n}" if args.numa >= args.cpus else \
                     f",cpus={n * args.cpus // args.numa}-{(n + 1) * args.cpus // args.numa - 1}"
             cmd.append(f"--numa={spec}")
+    if getattr(args, "root_cache", None):
+        cmd.append(f"--append=rootflags={VNG_ROOTFLAGS},cache={args.root_cache}")
     for a in args.append:
         cmd.append(f"--append={a}")
     qemu_opts = build_qemu_opts(args, sockdir, use_kvm)

@@ -211,6 +211,12 @@ def parse_args(argv=None):
                    "Documentation/testing.rst")
     p.add_argument("--append", action="append", default=[], metavar="ARGS",
                    help="extra kernel command line (repeatable)")
+    p.add_argument("--root-cache", choices=["loose"], default=None,
+                   help="mount the guest's root (the host's /, read-only, over 9p) with this "
+                   "cache mode: file attributes and pages stay in the guest instead of a "
+                   "round trip to QEMU per lookup; for debug kernels, whose udev coldplug "
+                   "outlasts virtme-ng-init's 300 s settle without it (Documentation/"
+                   "known-issues.rst)")
     p.add_argument("--accel", choices=["auto", "kvm", "tcg"], default="auto",
                    help="auto: KVM when /dev/kvm is usable and a probe guest boots to a shell "
                    "under it (cached in build/vm/kvm-probe.json), else TCG, saying why")
