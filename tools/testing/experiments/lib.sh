@@ -76,6 +76,25 @@ have_n_new_blocks()
 
 # Record the accelerator in $MEMHP_OUT/accel: memhp-vm's own choice
 # (MEMHP_ACCEL, set by guest-run), which host scripts print.
+# The bytes of the "System RAM" ranges of /proc/iomem, at any level
+# (root only), into $RAM, without forking: a removal ends when its
+# resource goes, after the block devices and arch_remove_memory().
+system_ram()
+{
+	local range rest lo hi
+
+	RAM=0
+	while read -r range rest; do
+		case $rest in
+		": System RAM"*)
+			lo=${range%-*}
+			hi=${range#*-}
+			RAM=$((RAM + 0x$hi - 0x$lo + 1))
+			;;
+		esac
+	done < /proc/iomem
+}
+
 record_accel()
 {
 	case "$MEMHP_ACCEL" in

@@ -3,26 +3,36 @@
  * vmreq: one marked plug or unplug of 70-virtio-mem, for instruction
  * counting (make run, under TCG).
  *
- *   vmreq NAME KB|blocks=N|KB,blocks=N TIMEOUT_S REQUEST_JSON
+ *   vmreq NAME WANT TIMEOUT_S REQUEST_JSON
  *
  * Begins the memhp-count phase NAME, sends REQUEST_JSON (a QMP command
  * object without "id") to the host through the memhp-vm relay port, and
- * waits until MemTotal is KB kB and (blocks=N) N memory blocks exist;
- * then ends the phase. The block count sees memory added or removed
- * offline, which MemTotal does not, and the end of an unplug: a
- * virtio-mem driver takes the pages it evacuates out of MemTotal before
- * it offlines and removes their block. 80-scale uses it too. The wait blocks on
- * the kernel's uevents (a memory block's add, online, offline or remove)
- * and reads /proc/meminfo only when one arrives, or after a second of
- * none (a sub-block change of MemTotal sends no uevent), so the phase
- * holds the kernel's plug or unplug and little of the waiting: a shell
- * polling MemTotal would add instructions in proportion to the wall time.
- * Exit 0 when MemTotal was reached, 1 on a QMP error or timeout, 2 on a
- * usage or system error.
+ * waits until the state WANT names is reached; then ends the phase. WANT
+ * is a comma-separated list of:
+ *   KB        MemTotal is KB kB
+ *   blocks=N  N memory blocks exist: memory added or removed offline,
+ *             which MemTotal does not see, and the end of a virtio-mem
+ *             unplug, whose driver takes the pages it evacuates out of
+ *             MemTotal before it offlines and removes their block
+ *   ram=B     the "System RAM" ranges of /proc/iomem add up to B bytes:
+ *             the end of a removal, whose block devices go before the
+ *             memory map and the direct map (arch_remove_memory()) and
+ *             its resource after them
+ * 80-scale uses it too. The wait blocks on the kernel's uevents (a memory
+ * block's add, online, offline or remove) and reads the state when one
+ * arrives, again every 10 ms for 200 ms after it (a block's sysfs
+ * directory goes after its remove event, its memory after that), and
+ * after a second of none (a sub-block change of MemTotal sends no
+ * uevent), so the phase holds the kernel's plug or unplug and little of
+ * the waiting: a shell polling MemTotal would add instructions in
+ * proportion to the wall time. Exit 0 when the state was reached, 1 on a
+ * QMP error or timeout, 2 on a usage or system error.
  */
+#define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/netlink.h>
 #include <poll.h>
 #include <stdio.h>
@@ -78,6 +88,24 @@ static long memory_blocks(void)
 			n++;
 	closedir(d);
 	return n;
+}
+
+/* The bytes of the "System RAM" ranges of /proc/iomem (any level), or -1. */
+static long long system_ram(void)
+{
+	FILE *f = fopen("/proc/iomem", "re");
+	unsigned long long lo, hi;
+	long long sum = 0;
+	char line[256];
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, ": System RAM") &&
+		    sscanf(line, " %llx-%llx", &lo, &hi) == 2 && hi >= lo)
+			sum += hi - lo + 1;
+	fclose(f);
+	return sum ? sum : -1;
 }
 
 /* Send the request, read lines until the one with our id; 0 on "return". */
@@ -144,54 +172,81 @@ out:
 	return ret;
 }
 
-/*
- * Parse KB, blocks=N or KB,blocks=N into *kb and *blocks (-1: not asked);
- * 0, or -1 if malformed or asking for nothing.
- */
-static int parse_want(const char *arg, long *kb, long *blocks)
-{
-	char *end;
+struct want {
+	long kb;		/* -1: not asked */
+	long blocks;
+	long long ram;
+};
 
-	*kb = -1;
-	*blocks = -1;
-	if (strncmp(arg, "blocks=", 7)) {
-		*kb = strtol(arg, &end, 10);
-		if (end == arg || *kb < 1)
-			return -1;
-		if (!*end)
-			return 0;
-		if (*end != ',')
-			return -1;
-		arg = end + 1;
-		if (strncmp(arg, "blocks=", 7))
-			return -1;
-	}
-	arg += 7;
-	*blocks = strtol(arg, &end, 10);
-	return end == arg || *end || *blocks < 0 ? -1 : 0;
+/* A decimal number of at least @min, all of [@s, @end); 0, or -1. */
+static int number(const char *s, const char *end, long long min, long long *v)
+{
+	char *stop;
+
+	if (s == end || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	*v = strtoll(s, &stop, 10);
+	return errno || stop != end || *v < min ? -1 : 0;
 }
 
-/* Are MemTotal and the block count as asked? */
-static int reached(long kb, long blocks)
+/* Parse WANT (see the top of the file) into @w; 0, or -1. */
+static int parse_want(const char *arg, struct want *w)
 {
-	return (kb < 0 || memtotal_kb() == kb) && (blocks < 0 || memory_blocks() == blocks);
+	long long v;
+
+	w->kb = w->blocks = -1;
+	w->ram = -1;
+	while (*arg) {
+		const char *end = strchrnul(arg, ',');
+
+		if (!strncmp(arg, "blocks=", 7)) {
+			if (w->blocks >= 0 || number(arg + 7, end, 1, &v) || v > LONG_MAX)
+				return -1;
+			w->blocks = v;
+		} else if (!strncmp(arg, "ram=", 4)) {
+			if (w->ram >= 0 || number(arg + 4, end, 1, &v))
+				return -1;
+			w->ram = v;
+		} else {
+			if (w->kb >= 0 || number(arg, end, 1, &v) || v > LONG_MAX)
+				return -1;
+			w->kb = v;
+		}
+		if (!*end)
+			return 0;
+		arg = end + 1;
+		if (!*arg)
+			return -1;
+	}
+	return -1;
+}
+
+/* Is the state as asked? */
+static int reached(const struct want *w)
+{
+	return (w->kb < 0 || memtotal_kb() == w->kb) &&
+	       (w->blocks < 0 || memory_blocks() == w->blocks) &&
+	       (w->ram < 0 || system_ram() == w->ram);
 }
 
 int main(int argc, char **argv)
 {
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = 1 };
+	double deadline, recheck_until = 0;
 	char *end, ev[8192];
-	long kb, blocks, timeout;
-	double deadline;
+	struct want w;
+	long timeout;
 	int sk, ret;
 
 	if (argc != 5) {
-		fprintf(stderr, "usage: vmreq NAME KB|blocks=N|KB,blocks=N TIMEOUT_S REQUEST_JSON\n");
+		fprintf(stderr, "usage: vmreq NAME KB|blocks=N|ram=B[,...] TIMEOUT_S REQUEST_JSON\n");
 		return 2;
 	}
 	timeout = strtol(argv[3], &end, 10);
-	if (parse_want(argv[2], &kb, &blocks) || timeout <= 0 || *end || end == argv[3]) {
-		fprintf(stderr, "vmreq: KB and TIMEOUT_S must be positive, N a number\n");
+	if (parse_want(argv[2], &w) || timeout <= 0 || *end || end == argv[3]) {
+		fprintf(stderr, "vmreq: KB, N, B and TIMEOUT_S must be positive numbers, "
+			"each asked once\n");
 		return 2;
 	}
 	/* Listening before the request: no uevent of it can be missed. */
@@ -203,18 +258,22 @@ int main(int argc, char **argv)
 	deadline = now_s() + timeout;
 	memhp_mark(MEMHP_MARK_BEGIN, argv[1]);
 	ret = qmp(argv[4], deadline);
-	while (!ret && !reached(kb, blocks)) {
+	while (!ret && !reached(&w)) {
 		struct pollfd p = { .fd = sk, .events = POLLIN };
+		double now = now_s();
 
-		if (now_s() > deadline) {
-			fprintf(stderr, "vmreq: MemTotal %ld kB, %ld memory blocks, not %s, after %ld s\n",
-				memtotal_kb(), memory_blocks(), argv[2], timeout);
+		if (now > deadline) {
+			fprintf(stderr, "vmreq: MemTotal %ld kB, %ld memory blocks, %lld bytes "
+				"of System RAM, not %s, after %ld s\n", memtotal_kb(),
+				memory_blocks(), system_ram(), argv[2], timeout);
 			ret = 1;
 			break;
 		}
-		if (poll(&p, 1, 1000) > 0)
+		if (poll(&p, 1, now < recheck_until ? 10 : 1000) > 0) {
 			while (recv(sk, ev, sizeof(ev), MSG_DONTWAIT) > 0)
 				;
+			recheck_until = now_s() + 0.2;
+		}
 	}
 	memhp_mark(MEMHP_MARK_END, argv[1]);
 	close(sk);
