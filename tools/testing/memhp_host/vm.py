@@ -216,7 +216,8 @@ def parse_args(argv=None):
                    "cache mode: file attributes and pages stay in the guest instead of a "
                    "round trip to QEMU per lookup; for debug kernels, whose udev coldplug "
                    "outlasts virtme-ng-init's 300 s settle without it (Documentation/"
-                   "known-issues.rst)")
+                   "known-issues.rst); a kernel booted through an initramfs mounts the "
+                   "root with the initramfs's options instead")
     p.add_argument("--accel", choices=["auto", "kvm", "tcg"], default="auto",
                    help="auto: KVM when /dev/kvm is usable and a probe guest boots to a shell "
                    "under it (cached in build/vm/kvm-probe.json), else TCG, saying why")
