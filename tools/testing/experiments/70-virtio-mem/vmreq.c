@@ -195,7 +195,8 @@ static int parse_want(const char *arg, struct want *w)
 {
 	long long v;
 
-	w->kb = w->blocks = -1;
+	w->kb = -1;
+	w->blocks = -1;
 	w->ram = -1;
 	while (*arg) {
 		const char *end = strchrnul(arg, ',');
@@ -240,13 +241,12 @@ int main(int argc, char **argv)
 	int sk, ret;
 
 	if (argc != 5) {
-		fprintf(stderr, "usage: vmreq NAME KB|blocks=N|ram=B[,...] TIMEOUT_S REQUEST_JSON\n");
+		fprintf(stderr, "usage: vmreq NAME WANT TIMEOUT_S REQUEST_JSON\n");
 		return 2;
 	}
 	timeout = strtol(argv[3], &end, 10);
 	if (parse_want(argv[2], &w) || timeout <= 0 || *end || end == argv[3]) {
-		fprintf(stderr, "vmreq: KB, N, B and TIMEOUT_S must be positive numbers, "
-			"each asked once\n");
+		fputs("vmreq: bad WANT (KB,blocks=N,ram=B, each once) or TIMEOUT_S\n", stderr);
 		return 2;
 	}
 	/* Listening before the request: no uevent of it can be missed. */
@@ -263,9 +263,8 @@ int main(int argc, char **argv)
 		double now = now_s();
 
 		if (now > deadline) {
-			fprintf(stderr, "vmreq: MemTotal %ld kB, %ld memory blocks, %lld bytes "
-				"of System RAM, not %s, after %ld s\n", memtotal_kb(),
-				memory_blocks(), system_ram(), argv[2], timeout);
+			fprintf(stderr, "vmreq: %ld kB,blocks=%ld,ram=%lld, not %s, after %ld s\n",
+				memtotal_kb(), memory_blocks(), system_ram(), argv[2], timeout);
 			ret = 1;
 			break;
 		}
