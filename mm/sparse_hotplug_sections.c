@@ -133,6 +133,11 @@
 #define CREATE_TRACE_POINTS
 #include "sparse_hotplug_trace.h"
 
+static int notifier_priority;
+module_param(notifier_priority, int, 0444);
+MODULE_PARM_DESC(notifier_priority,
+		 "Priority of the memory notifier (default 0; higher runs first): where its events and vetoes come among other notifiers', e.g. before or after memory-notifier-error-inject's");
+
 static bool selftest_warn;
 module_param(selftest_warn, bool, 0444);
 MODULE_PARM_DESC(selftest_warn,
@@ -663,6 +668,7 @@ static int __init sparse_hotplug_init(void)
 		goto out_free;
 	}
 
+	sparse_hp_memory_nb.priority = notifier_priority;
 	ret = register_memory_notifier(&sparse_hp_memory_nb);
 	if (ret)
 		goto out_free;

@@ -5,8 +5,12 @@
 # Error injection. The kernel's memory-notifier-error-inject fails
 # MEM_GOING_ONLINE / MEM_GOING_OFFLINE of a 256 MiB hot-added DIMM's first
 # block, once with the injector's notifier before sparse_hotplug's
-# (priority 100: sparse_hotplug sees only the MEM_CANCEL_*) and once after
-# it (priority -100: it sees MEM_GOING_* and then MEM_CANCEL_*). Each time:
+# (sparse_hotplug loaded with notifier_priority 100 below the injector's:
+# it sees only the MEM_CANCEL_*) and once after it (100 above: it sees
+# MEM_GOING_* and then MEM_CANCEL_*). The injector's own priority is the
+# one it was loaded with (0 here) or, built in (a debug kernel), booted
+# with (memory_notifier_error_inject.priority=, 0 by default), which no
+# reload changes: sparse_hotplug is the one that moves. Each time:
 # the write to sections/sectionN/state fails with the injected errno; the
 # block, the section state and MemTotal are unchanged; the event log gains
 # exactly one "cancelled" entry for that block; an isolated section stays
@@ -28,6 +32,8 @@ INJ=/sys/kernel/debug/notifier-error-inject/memory/actions
 DIMM_SIZE=$((256 << 20))
 TMP=$(mktemp -d)
 HOLDER=
+INJ_BUILTIN=
+TR=/sys/kernel/tracing
 
 memhp_require_guest
 ktap_print_header
@@ -56,17 +62,34 @@ trap cleanup EXIT
 
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 # Built in (debug kernel) or a module (Debian: lib/memory-notifier-error-inject.ko).
+# Built in, its debugfs directory is there without a loaded module (whose
+# /sys/module entry has an initstate), and its priority parameter, not
+# readable in sysfs, is the boot command line's. Sets INJ_PRIO.
 injector_load()
 {
-	if [ -d /sys/module/memory_notifier_error_inject/parameters ] &&
-	   [ ! -e /sys/module/memory_notifier_error_inject/initstate ]; then
+	local arg args
+
+	if [ -d "$INJ" ] && [ ! -e /sys/module/memory_notifier_error_inject/initstate ]; then
 		INJ_BUILTIN=1
+		INJ_PRIO=0
+		read -ra args < /proc/cmdline
+		for arg in "${args[@]}"; do
+			case $arg in
+			--) break ;;
+			memory[-_]notifier[-_]error[-_]inject.priority=*)
+				INJ_PRIO=${arg#*=}
+				INJ_PRIO=${INJ_PRIO//\"/} ;;
+			esac
+		done
+		[[ $INJ_PRIO =~ ^-?[0-9]{1,9}$ ]] ||
+			ktap_exit_fail_msg "injector priority '$INJ_PRIO' on the command line: not an integer"
 		return 0
 	fi
+	INJ_PRIO=0
 	modprobe -r memory-notifier-error-inject 2>/dev/null
-	modprobe memory-notifier-error-inject priority="$1" && [ -d "$INJ" ]
+	modprobe memory-notifier-error-inject priority=$INJ_PRIO && [ -d "$INJ" ]
 }
-if ! injector_load 0; then
+if ! injector_load; then
 	ktap_set_plan 1
 	ktap_test_skip "error injection" "memory-notifier-error-inject not available (CONFIG_MEMORY_NOTIFIER_ERROR_INJECT)"
 	ktap_finished
@@ -89,6 +112,22 @@ ST=$SHP/sections/section$S/state
 ktap_print_msg "DIMM blocks $(tr '\n' ' ' < "$TMP/new"); block $B, section $S"
 
 nr_events() { grep -vc '^#' /sys/kernel/debug/sparse_hotplug/events; }
+
+# Whether sparse_hotplug's notifier saw the MEM_GOING_* of block $B: its
+# block_going tracepoint, on between going_trace on and going_trace off
+# (which prints how often it fired for $B).
+going_trace()
+{
+	if [ "$1" = on ]; then
+		echo 0 > "$TR/tracing_on"
+		echo > "$TR/trace"
+		echo 1 > "$TR/events/sparse_hotplug/block_going/enable"
+		echo 1 > "$TR/tracing_on"
+	else
+		echo 0 > "$TR/events/sparse_hotplug/block_going/enable"
+		grep -c "block_going: block=$B " "$TR/trace"
+	fi
+}
 last_event() { grep -v '^#' /sys/kernel/debug/sparse_hotplug/events | tail -n1; }
 
 # try CMD ERRTEXT: write CMD to the section's state; ERRTEXT "" means success.
@@ -117,20 +156,37 @@ event_is()
 		{ ktap_print_msg "events $1 -> $n, last: $ev"; return 1; }
 }
 
-for prio in 100 -100; do
-	if [ -z "$INJ_BUILTIN" ]; then
-		injector_load "$prio" || ktap_exit_fail_msg "cannot load the injector (priority $prio)"
+ktap_print_msg "injector $([ -n "$INJ_BUILTIN" ] && echo built in || echo loaded), priority $INJ_PRIO"
+for where in before after; do
+	# A notifier of higher priority runs first.
+	if [ "$where" = before ]; then
+		prio=$((INJ_PRIO - 100))
+	else
+		prio=$((INJ_PRIO + 100))
 	fi
-	where=$([ "$prio" -gt 0 ] && echo before || echo after)
+	[ "$prio" -ge -2147483648 ] && [ "$prio" -le 2147483647 ] ||
+		ktap_exit_fail_msg "injector priority $INJ_PRIO: no room for one 100 apart"
+	memhp_unload sparse_hotplug && memhp_load sparse_hotplug notifier_priority=$prio ||
+		ktap_exit_fail_msg "cannot load sparse_hotplug with notifier_priority $prio"
+	[ "$(cat /sys/module/sparse_hotplug/parameters/notifier_priority)" = "$prio" ] ||
+		ktap_exit_fail_msg "sparse_hotplug's notifier_priority is not $prio"
 
-	# Online fails with ENOMEM: nothing changes, one cancelled event.
+	# Online fails with ENOMEM: nothing changes, one cancelled event; and
+	# the order is the one named: sparse_hotplug's notifier saw the
+	# MEM_GOING_ONLINE only when it runs before the injector.
 	n=$(nr_events)
 	m0=$(meminfo_kb MemTotal)
 	echo -12 > "$INJ/MEM_GOING_ONLINE/error"
+	going_trace on
 	ok=0
 	try online_movable "Cannot allocate memory" && [ "$(block_state "$B")" = offline ] &&
 		[ "$(cat "$ST")" = offline ] && [ "$(meminfo_kb MemTotal)" = "$m0" ] &&
 		event_is "$n" online cancelled && ok=1
+	going=$(going_trace off)
+	if [ "$going" != "$([ "$where" = before ] && echo 0 || echo 1)" ]; then
+		ktap_print_msg "sparse_hotplug saw $going MEM_GOING_ONLINE of block $B with the injector $where it"
+		ok=0
+	fi
 	echo 0 > "$INJ/MEM_GOING_ONLINE/error"
 	n=$(nr_events)
 	try online_movable "" && [ "$(block_state "$B")" = online ] &&
