@@ -74,8 +74,6 @@ have_n_new_blocks()
 	[ "$(new_blocks | wc -l)" -eq "$1" ]
 }
 
-# Record the accelerator in $MEMHP_OUT/accel: memhp-vm's own choice
-# (MEMHP_ACCEL, set by guest-run), which host scripts print.
 # The bytes of the "System RAM" ranges of /proc/iomem, at any level
 # (root only), into $RAM, without forking: a removal ends when its
 # resource goes, after the block devices and arch_remove_memory().
@@ -95,6 +93,8 @@ system_ram()
 	done < /proc/iomem
 }
 
+# Record the accelerator in $MEMHP_OUT/accel: memhp-vm's own choice
+# (MEMHP_ACCEL, set by guest-run), which host scripts print.
 record_accel()
 {
 	case "$MEMHP_ACCEL" in

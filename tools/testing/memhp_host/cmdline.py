@@ -253,10 +253,6 @@ def build_vng_cmd(args, kernel, use_kvm, sockdir, rundir):
         cmd.append(f"--rodir={kernel}")
     if args.qemu:
         cmd += ["--qemu", args.qemu]
-    if getattr(args, "root_cache", None):
-        # vng would take virtio-fs for the root where virtiofsd exists:
-        # the rootflags below are 9p's.
-        cmd.append("--force-9p")
     # Hot-added memory starts offline on every kernel, as on 6.1's Debian
     # config; 6.12's sets MEMORY_HOTPLUG_DEFAULT_ONLINE=y (auto_online_blocks
     # "online"). Tests that want another policy write auto_online_blocks,
@@ -284,7 +280,9 @@ def build_vng_cmd(args, kernel, use_kvm, sockdir, rundir):
                     f",cpus={n * args.cpus // args.numa}-{(n + 1) * args.cpus // args.numa - 1}"
             cmd.append(f"--numa={spec}")
     if getattr(args, "root_cache", None):
-        cmd.append(f"--append=rootflags={VNG_ROOTFLAGS},cache={args.root_cache}")
+        # Before every --append of the caller's; --force-9p, since vng
+        # would take virtio-fs for the root where virtiofsd exists.
+        cmd += ["--force-9p", f"--append=rootflags={VNG_ROOTFLAGS},cache={args.root_cache}"]
     for a in args.append:
         cmd.append(f"--append={a}")
     qemu_opts = build_qemu_opts(args, sockdir, use_kvm)

@@ -178,8 +178,6 @@ class StageResult:
         return not self.count("fail", "error")
 
 
-
-
 def leaf_line(j, leaf):
     """A leaf's KTAP result line, at depth 0 ("ok 3 name # SKIP why")."""
     word = "not ok" if leaf.status in ("fail", "error") else "ok"

@@ -111,7 +111,8 @@ def append_counts(out, ratios=""):
         spread = 100 * (k[-1] - k[0]) / med if med else 0
         nk = sorted(net(ph) for ph in phs)
         spin = median(ph.get("spin_waits", 0) for ph in phs)
-        nspread = 100 * (nk[-1] - nk[0]) / median(nk) if median(nk) else 0
+        nmed = median(nk)
+        nspread = 100 * (nk[-1] - nk[0]) / nmed if nmed else 0
         top = Counter()
         for ph in phs:
             for fn, n in ph["functions"][:1]:
@@ -121,7 +122,7 @@ def append_counts(out, ratios=""):
             f"{med / unit[0]:.0f}"
         lines.append(f"| {name} | {len(k)} | {f'{median(own):.0f}' if own else '-'} | {med:.0f} | {k[0]} | "
                      f"{k[-1]} | {spread:.1f} | {spin:.0f} | "
-                     f"{median(nk):.0f} | {nspread:.1f} | {per} | {unit[1] if unit else '-'} | "
+                     f"{nmed:.0f} | {nspread:.1f} | {per} | {unit[1] if unit else '-'} | "
                      f"{median([ph['wall_ms'] for ph in phs]):.1f} | "
                      f"{top.most_common(1)[0][0] if top else '-'} |")
     lines += count_ratios(by_name, ratios)

@@ -32,7 +32,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <linux/netlink.h>
 #include <poll.h>
 #include <stdio.h>
@@ -173,8 +172,8 @@ out:
 }
 
 struct want {
-	long kb;		/* -1: not asked */
-	long blocks;
+	long long kb;		/* -1: not asked */
+	long long blocks;
 	long long ram;
 };
 
@@ -193,27 +192,22 @@ static int number(const char *s, const char *end, long long min, long long *v)
 /* Parse WANT (see the top of the file) into @w; 0, or -1. */
 static int parse_want(const char *arg, struct want *w)
 {
-	long long v;
-
 	w->kb = -1;
 	w->blocks = -1;
 	w->ram = -1;
 	while (*arg) {
 		const char *end = strchrnul(arg, ',');
+		long long *field = &w->kb;
 
 		if (!strncmp(arg, "blocks=", 7)) {
-			if (w->blocks >= 0 || number(arg + 7, end, 1, &v) || v > LONG_MAX)
-				return -1;
-			w->blocks = v;
+			field = &w->blocks;
+			arg += 7;
 		} else if (!strncmp(arg, "ram=", 4)) {
-			if (w->ram >= 0 || number(arg + 4, end, 1, &v))
-				return -1;
-			w->ram = v;
-		} else {
-			if (w->kb >= 0 || number(arg, end, 1, &v) || v > LONG_MAX)
-				return -1;
-			w->kb = v;
+			field = &w->ram;
+			arg += 4;
 		}
+		if (*field >= 0 || number(arg, end, 1, field))
+			return -1;
 		if (!*end)
 			return 0;
 		arg = end + 1;
