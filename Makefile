@@ -9,29 +9,40 @@
 
 TOP	:= $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 
-# LAB=root: every target runs inside the lab's own Debian root in the
-# cache, as a normal user too, and nothing is installed on the host
-# (tools/lab/lab.sh; Documentation/admin-guide/lab-root.rst). LAB=host,
-# the default, installs what the suite needs on the host (root or sudo).
-LAB	?= host
+# LAB=root, the default: every target runs inside the lab's own Debian
+# root in the cache, as a normal user too, and nothing is installed on the
+# host (tools/lab/lab.sh; Documentation/admin-guide/lab-root.rst).
+# LAB=host installs what the suite needs on a Debian bookworm host instead
+# (root or sudo), as hosts set up before the lab's root had it.
+LAB	?= root
 $(if $(filter-out host root,$(LAB)),$(error LAB=$(LAB): host or root))
+# memhp-vm, check.py and run.py enter the root themselves when run outside
+# it with LAB=root (memhp_host.enter_lab); under LAB=host they stay out.
+export LAB
 comma	:= ,
 # The lab's targets below come first in this file; the default is all.
 .DEFAULT_GOAL := all
 
-.PHONY: lab-check lab-clean lab-selftest
-# The host prerequisites of LAB=root.
+.PHONY: lab-check lab-clean lab-selftest lab-host
+# The host prerequisites of the lab's root.
 lab-check:
 	@$(TOP)/tools/lab/lab.sh check
-# Removes the cache of LAB=root, its roots included.
+# Removes the lab's cache, its roots included.
 lab-clean:
 	@$(TOP)/tools/lab/lab.sh clean
-# The LAB=root flow on a fresh clone leaves the host unchanged (KTAP; as
-# root, LAB_SELFTEST_ARGS="--user NAME" runs it as NAME).
+# The lab's flow on a fresh clone leaves the host unchanged (KTAP; as
+# root, LAB_SELFTEST_ARGS="--user NAME" runs it as NAME; "--full": all of
+# make check, not its unit stage).
 lab-selftest:
 	@$(TOP)/tools/lab/selftest.sh $(LAB_SELFTEST_ARGS)
 
-LAB_GOALS := $(filter-out lab-check lab-clean lab-selftest,$(or $(MAKECMDGOALS),all))
+# CMD on a Debian HOST_SUITE host that has only the lab's prerequisites
+# (a root of that release in the cache; as root): the flow on Debian 13.
+HOST_SUITE ?= trixie
+lab-host:
+	@$(TOP)/tools/lab/other-host.sh $(HOST_SUITE) '$(subst ','\'',$(or $(CMD),make setup && make check))'
+
+LAB_GOALS := $(filter-out lab-check lab-clean lab-selftest lab-host,$(or $(MAKECMDGOALS),all))
 ifeq ($(LAB)$(MEMHP_IN_LAB),root)
 ifneq ($(LAB_GOALS),)
 # Outside the root: the same make inside it. The trees KDIR= and KERNEL=
@@ -411,7 +422,12 @@ help:
 	@echo '  make modules-all  the modules for every kernel of KVERS (make print-kvers)'
 	@echo '  make print-kvers  the kernel releases check and run cover'
 	@echo '  make setup-7.3  only the 7.3 part of make setup: headers, image, trixie build root'
-	@echo '  make setup      install apt packages, extract linux-source pieces, create .venv'
+	@echo '  make setup      the lab'\''s roots in the cache (kernels, compilers, QEMU), the'
+	@echo '                  linux-source pieces and .venv in the clone; LAB=host: on the host'
+	@echo '  make lab-check  the host prerequisites; make lab-clean removes the cache'
+	@echo '  make lab-selftest  the flow on a fresh clone leaves the host unchanged'
+	@echo '  make lab-host   CMD (default: make setup && make check) on a Debian 13 host'
+	@echo '                  with only the prerequisites (HOST_SUITE=trixie; as root)'
 	@echo '  make check      unit tests, build, checkpatch, sparse, selftests in QEMU guests'
 	@echo '                  on each kernel; ends with a KTAP "# Totals:" line'
 	@echo '                  (CHECK_ARGS="--help"; CHECK_ARGS="--kernels 6.12" for one kernel)'
@@ -440,7 +456,8 @@ help:
 	@echo '  make vm-shell CMD=...  run one command as root in a hotplug-capable guest'
 	@echo '                  (VM_ARGS="--kernel 6.12" for another kernel)'
 	@echo '  make install    modules_install into /lib/modules/$$KVER/updates (where KVER'\''s'
-	@echo '                  Kbuild runs: the build root for 7.3)'
+	@echo '                  Kbuild runs: the lab'\''s root, its build root for 7.3; LAB=host'
+	@echo '                  on the host)'
 	@echo '  make dkms-install  register, build and install with DKMS (for KVER)'
 	@echo '  make dkms-check    DKMS builds every module of dkms.conf in a scratch tree'
 	@echo '  make clean'

@@ -60,7 +60,8 @@ deb_73()
 {
 	local p=$1 f
 
-	f=$(find "$DEBS_73" -maxdepth 1 -name "${p}_*.deb" 2>/dev/null | sort -V | tail -n1)
+	# No DEBS_73 yet is no .deb yet.
+	f=$(find "$DEBS_73" -maxdepth 1 -name "${p}_*.deb" 2>/dev/null | sort -V | tail -n1 || true)
 	if [ -z "$f" ]; then
 		apt-cache show --no-all-versions "$p" >/dev/null 2>&1 ||
 			$sudo_cmd apt-get update -q >/dev/null
@@ -69,6 +70,8 @@ deb_73()
 				"Debian may have moved on from $KVER_73 (MEMHP_KVER_73=<release> picks another)" >&2
 			exit 1
 		fi
+		echo "setup: downloading $p ($(apt-cache show --no-all-versions "$p" |
+			awk '/^Size:/ { printf "%.1f MB", $2 / 1e6; exit }'))" >&2
 		$sudo_cmd mkdir -p "$DEBS_73"
 		(cd "$DEBS_73" && root_log "$DEBS_73/download.log" apt-get download -q "$p") || {
 			echo "setup: apt-get download $p failed; $DEBS_73/download.log:" >&2
@@ -106,6 +109,9 @@ fi
 if [ ! -f "/usr/lib/modules/$KVER_73/vmlinuz" ] || [ ! -f "/usr/lib/modules/$KVER_73/modules.dep" ]; then
 	missing+=("7.3 image /usr/lib/modules/$KVER_73 (${IMAGE_DEBS_73[*]})")
 	if [ "$check_only" = 0 ]; then
+		for p in "${IMAGE_DEBS_73[@]}"; do
+			deb_73 "$p" >/dev/null
+		done
 		echo "setup: unpacking ${IMAGE_DEBS_73[*]} into / (dpkg -x), depmod $KVER_73"
 		for p in "${IMAGE_DEBS_73[@]}"; do
 			$sudo_cmd dpkg -x "$(deb_73 "$p")" /
@@ -139,6 +145,9 @@ fi
 if [ ! -f "$ROOT_73/usr/lib/modules/$KVER_73/build/include/generated/utsrelease.h" ]; then
 	missing+=("7.3 headers in $ROOT_73 (${HEADER_DEBS_73[*]})")
 	if [ "$check_only" = 0 ]; then
+		for p in "${HEADER_DEBS_73[@]}"; do
+			deb_73 "$p" >/dev/null
+		done
 		echo "setup: unpacking ${HEADER_DEBS_73[*]} into $ROOT_73"
 		for p in "${HEADER_DEBS_73[@]}"; do
 			$sudo_cmd dpkg -x "$(deb_73 "$p")" "$ROOT_73"
@@ -156,6 +165,7 @@ src_tar_73="$ROOT_73/usr/src/linux-source-7.3.tar.xz"
 if [ ! -f "$KSRC_73/.stamp" ] || [ ! -x "$kbuild_scripts_73/checker-valid.sh" ] || [ ! -r "$src_tar_73" ]; then
 	missing+=("$src_tar_73, checkpatch.pl, checker-valid.sh from $SOURCE_DEB_73")
 	if [ "$check_only" = 0 ]; then
+		deb_73 "$SOURCE_DEB_73" >/dev/null
 		echo "setup: unpacking $SOURCE_DEB_73 into $ROOT_73, checkpatch.pl and checker-valid.sh from it"
 		$sudo_cmd dpkg -x "$(deb_73 "$SOURCE_DEB_73")" "$ROOT_73"
 		rm -rf "$KSRC_73"

@@ -279,7 +279,7 @@ fi
 # qemu-system-x86's source, into $QEMU_HDR (again when QEMU changes).
 qemu_plugin_header()
 {
-	local ver upstream orig uri sources sum
+	local ver upstream orig uri sources sum size
 
 	ver=$(dpkg-query -W -f='${Version}' qemu-system-x86 2>/dev/null) || return 0
 	if [ -f "$QEMU_HDR" ] && [ "$(cat "$QEMU_HDR.version" 2>/dev/null)" = "$ver" ]; then
@@ -299,16 +299,16 @@ qemu_plugin_header()
 	sources=$(compgen -G '/var/lib/apt/lists/*bookworm-backports_main_source_Sources*' | head -n1 || true)
 	# The SHA-256 of the orig tarball from apt's (signature-checked) index,
 	# which apt may keep compressed: apt-helper cat-file reads it either way.
-	sum=$([ -n "$sources" ] && /usr/lib/apt/apt-helper cat-file "$sources" |
+	read -r sum size < <([ -n "$sources" ] && /usr/lib/apt/apt-helper cat-file "$sources" |
 		awk -v f="$orig" '/^Checksums-Sha256:/ { c = 1; next } /^[^ ]/ { c = 0 }
-		c && $3 == f { print $1; exit }' || true)
+		c && $3 == f { print $1, $2; exit }' || true) || true
 	if [ -z "$sum" ]; then
 		echo "setup: $orig is not in bookworm-backports' Sources index ($sources)" >&2
 		exit 1
 	fi
 	$sudo_cmd mkdir -p "$QEMU_CACHE"
-	if ! echo "$sum  $QEMU_CACHE/$orig" | sha256sum -c --quiet - 2>/dev/null; then
-		echo "setup: downloading $orig (Debian's qemu source, for its plugin header)"
+	if ! echo "$sum  $QEMU_CACHE/$orig" | sha256sum -c --quiet - >/dev/null 2>&1; then
+		echo "setup: downloading $orig ($(awk -v s="$size" 'BEGIN { printf "%.1f MB", s / 1e6 }'), Debian's qemu source, for its plugin header)"
 		$sudo_cmd curl -fsS -o "$QEMU_CACHE/$orig.part" "$uri/pool/main/q/qemu/$orig" &&
 			$sudo_cmd mv "$QEMU_CACHE/$orig.part" "$QEMU_CACHE/$orig" || {
 			echo "setup: cannot download $uri/pool/main/q/qemu/$orig" >&2

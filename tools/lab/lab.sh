@@ -11,6 +11,8 @@
 #   lab.sh enter CMD...   CMD inside the root (made first if needed)
 #   lab.sh clean          removes the cache, roots included
 #   lab.sh path           prints the root's path
+#   lab.sh mmdebstrap     prints the mmdebstrap it runs (fetched if needed)
+#   lab.sh site-apt-conf  the host's apt settings a root takes over
 #
 # The cache is MEMHP_CACHE, by default $XDG_CACHE_HOME/memhp-lab (else
 # ~/.cache/memhp-lab). It holds:
@@ -34,8 +36,11 @@
 # own, and a PID namespace ends every process of the command with it.
 
 set -euo pipefail
+shopt -s inherit_errexit
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# HOME may be unset (a service, some CI runners): the user's home then.
+HOME=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}
 CACHE=${MEMHP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/memhp-lab}
 ROOT="$CACHE/root"
 SUITE=bookworm
@@ -86,38 +91,149 @@ subid()
 }
 
 # --- prerequisites --------------------------------------------------------
-# Each line: command, then its package on Debian/Ubuntu, Fedora and Arch.
-PREREQS="git git git git
-make make make make
-mmdebstrap mmdebstrap mmdebstrap mmdebstrap
-unshare util-linux util-linux util-linux"
-PREREQS_USER="newuidmap uidmap shadow-utils shadow
-newgidmap uidmap shadow-utils shadow"
+# Each line: what is checked (a command, or a file when it starts with /),
+# who needs it (all, or user: a normal user), then its package on
+# Debian/Ubuntu, Fedora and Arch; "-" where that distribution needs none.
+# Debian and Ubuntu have apt, which fetches mmdebstrap into the cache
+# (below); their line asks for it only on a host that cannot.
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+PREREQS="git all git git git
+make all make make make
+unshare all util-linux util-linux util-linux
+mmdebstrap all - mmdebstrap mmdebstrap
+newuidmap user uidmap shadow-utils shadow
+newgidmap user uidmap shadow-utils shadow
+$KEYRING all debian-archive-keyring debian-keyring debian-archive-keyring"
 
+# install_lines DEB FED ARCH: the three install lines, each package once.
+install_lines()
+{
+	local dist words
+
+	for dist in "Debian/Ubuntu: sudo apt install|$1" "Fedora:        sudo dnf install|$2" \
+		    "Arch:          sudo pacman -S --needed|$3"; do
+		words=$(awk -v l="${dist#*|}" 'BEGIN {
+			n = split(l, w, " ")
+			for (i = 1; i <= n; i++)
+				if (w[i] != "-" && !s[w[i]]++) o = o (o == "" ? "" : " ") w[i]
+			print o }')
+		say "  ${dist%%|*} $words"
+	done
+}
+
+# mmdebstrap: the host's, else one fetched into the cache. It is a Perl
+# script that drives the host's apt, so a host with apt (Debian, Ubuntu),
+# dpkg-deb and perl needs no package installed: apt-get download takes it
+# from the mirror the host's apt already uses, checked against signed
+# package lists: the host's own, or, where they lack it (a host that never
+# ran apt-get update), lists apt fetches into the cache. apt's binary
+# caches are off and its lock is not taken: nothing outside the cache is
+# written.
+MMDEBSTRAP_DIR="$CACHE/mmdebstrap"
+APT_DIR="$CACHE/apt"
+
+can_fetch_mmdebstrap()
+{
+	command -v apt-get >/dev/null 2>&1 && command -v dpkg-deb >/dev/null 2>&1 &&
+		perl -e 'use Pod::Usage; use Term::ANSIColor; use Math::BigInt' 2>/dev/null
+}
+
+# apt_fetch DIR LISTS CMD...: apt-get CMD in DIR, with the package lists
+# of LISTS (host: the host's).
+apt_fetch()
+{
+	local dir=$1 lists=$2 opts
+
+	shift 2
+	opts=(-q -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=
+	      -o APT::Sandbox::User="$(id -un)")
+	if [ "$lists" != host ]; then
+		mkdir -p "$lists/partial" "$APT_DIR/archives/partial"
+		# The host's hooks of apt-get update (a command-not-found
+		# database, ...) would write outside the cache.
+		printf '#clear %s;\n' APT::Update::Pre-Invoke APT::Update::Post-Invoke \
+			APT::Update::Post-Invoke-Success > "$APT_DIR/apt.conf"
+		opts+=(-c "$APT_DIR/apt.conf" -o Dir::State::Lists="$lists"
+		       -o Dir::Cache="$APT_DIR" -o Debug::NoLocking=1)
+	fi
+	(cd "$dir" && apt-get "${opts[@]}" "$@")
+}
+
+# fetch_mmdebstrap: mmdebstrap unpacked into MMDEBSTRAP_DIR. Called with
+# the cache's lock held.
+fetch_mmdebstrap()
+{
+	local tmp="$CACHE/mmdebstrap.new" log="$CACHE/mmdebstrap.log"
+
+	rm -rf "$tmp"
+	mkdir -p "$tmp"
+	if ! apt_fetch "$tmp" host download mmdebstrap > "$log" 2>&1; then
+		say "the host's package lists lack mmdebstrap: fetching Debian's lists into $APT_DIR"
+		apt_fetch "$tmp" "$APT_DIR/lists" update >> "$log" 2>&1 &&
+			apt_fetch "$tmp" "$APT_DIR/lists" download mmdebstrap >> "$log" 2>&1 || {
+			tail -n 5 "$log" >&2
+			say "cannot fetch mmdebstrap with the host's apt (log $log); install it: lab.sh check"
+			return 1
+		}
+	fi
+	dpkg-deb -x "$tmp"/mmdebstrap_*.deb "$tmp/x" || return 1
+	rm -rf "$MMDEBSTRAP_DIR"
+	mv -T "$tmp/x" "$MMDEBSTRAP_DIR" || return 1
+	rm -rf "$tmp"
+	say "fetched $("$MMDEBSTRAP_DIR/usr/bin/mmdebstrap" --version) into $MMDEBSTRAP_DIR"
+}
+
+# mmdebstrap_cmd: the mmdebstrap to run, fetched first when needed. Call
+# it with the cache's lock held exclusively.
+mmdebstrap_cmd()
+{
+	local bin="$MMDEBSTRAP_DIR/usr/bin/mmdebstrap"
+
+	if command -v mmdebstrap >/dev/null 2>&1; then
+		command -v mmdebstrap
+		return
+	fi
+	[ -x "$bin" ] || fetch_mmdebstrap >&2 || return 1
+	echo "$bin"
+}
+
+# present WHAT: the command, or the file (mmdebstrap: also one the cache
+# can fetch; a keyring: also apt's copy of bookworm's key).
+present()
+{
+	case "$1" in
+	mmdebstrap)
+		command -v mmdebstrap >/dev/null 2>&1 || can_fetch_mmdebstrap ;;
+	"$KEYRING")
+		[ -r "$1" ] || [ -r /etc/apt/trusted.gpg.d/debian-archive-bookworm-stable.asc ] ;;
+	/*)	[ -r "$1" ] ;;
+	*)	command -v "$1" >/dev/null 2>&1 || [ -x "/usr/bin/$1" ] ;;
+	esac
+}
+
+# cmd_check [--all]: the prerequisites this user lacks, with their install
+# lines; --all prints the lines of every prerequisite (README.md's).
 cmd_check()
 {
-	local missing=() deb=() fed=() arch=() c d f a problems=()
+	local missing=() deb=() fed=() arch=() w who d f a problems=()
 
-	while read -r c d f a; do
-		command -v "$c" >/dev/null 2>&1 || { missing+=("$c"); deb+=("$d"); fed+=("$f"); arch+=("$a"); }
+	if [ "${1:-}" = --all ]; then
+		while read -r w who d f a; do
+			deb+=("$d"); fed+=("$f"); arch+=("$a")
+		done <<< "$PREREQS"
+		install_lines "${deb[*]}" "${fed[*]}" "${arch[*]}"
+		return 0
+	fi
+	while read -r w who d f a; do
+		[ "$who" = all ] || [ "$(id -u)" != 0 ] || continue
+		present "$w" && continue
+		# A Debian host that cannot fetch mmdebstrap installs it.
+		[ "$w" != mmdebstrap ] || d=mmdebstrap
+		missing+=("$w"); deb+=("$d"); fed+=("$f"); arch+=("$a")
 	done <<< "$PREREQS"
-	if [ "$(id -u)" != 0 ]; then
-		while read -r c d f a; do
-			command -v "$c" >/dev/null 2>&1 || [ -x "/usr/bin/$c" ] ||
-				{ missing+=("$c"); deb+=("$d"); fed+=("$f"); arch+=("$a"); }
-		done <<< "$PREREQS_USER"
-	fi
-	# mmdebstrap checks bookworm's Release files with Debian's archive keys.
-	if [ ! -r "$KEYRING" ] && ! [ -r /etc/apt/trusted.gpg.d/debian-archive-bookworm-stable.asc ]; then
-		missing+=("$KEYRING"); deb+=(debian-archive-keyring)
-		fed+=(debian-keyring); arch+=(debian-archive-keyring)
-	fi
 	if [ "${#missing[@]}" -gt 0 ]; then
 		say "missing on this host: ${missing[*]}"
-		say "  Debian/Ubuntu: sudo apt install ${deb[*]}"
-		say "  Fedora:        sudo dnf install ${fed[*]}"
-		say "  Arch:          sudo pacman -S --needed ${arch[*]}"
+		install_lines "${deb[*]}" "${fed[*]}" "${arch[*]}"
 		problems+=(packages)
 	fi
 	if [ "$(id -u)" != 0 ]; then
@@ -212,7 +328,7 @@ rm_tree()
 
 cmd_root()
 {
-	local tmp log
+	local tmp log mmdebstrap
 
 	[ -x "$ROOT/usr/bin/apt-get" ] && return 0
 	cmd_check || exit 1
@@ -229,12 +345,18 @@ cmd_root()
 	mkdir -p "$tmp"
 	# Root mode in the namespace: the root's files are the user's, the
 	# packages' own users and groups its subordinate ids.
-	if ! ns mmdebstrap --mode=root --variant=apt --include="$ROOT_PACKAGES" \
-		--aptopt='Acquire::Retries "3"' \
+	mmdebstrap=$(mmdebstrap_cmd) || exit 1
+	# The host's settings for the mirror (a proxy, a snapshot's expired
+	# Release files) also while the root is made. The lock's descriptor
+	# stays here: mmdebstrap's hooks name theirs in a dash redirection,
+	# which takes one digit, and every open one pushes it up.
+	site_apt_conf > "$CACHE/site-apt.conf"
+	if ! ns "$mmdebstrap" --mode=root --variant=apt --include="$ROOT_PACKAGES" \
+		--aptopt='Acquire::Retries "3"' --aptopt="$CACHE/site-apt.conf" \
 		"$SUITE" "$tmp" \
 		"deb $(mirror) $SUITE main" \
 		"deb $(mirror) $SUITE-updates main" \
-		"deb $(security_mirror) $SUITE-security main" > "$log" 2>&1; then
+		"deb $(security_mirror) $SUITE-security main" > "$log" 2>&1 9>&-; then
 		say "mmdebstrap failed; last lines of $log:"
 		tail -n 20 "$log" >&2
 		exit 1
@@ -247,6 +369,14 @@ cmd_root()
 # snapshot, whose Release files have expired), for the root's apt too.
 HOST_APT_CONF='^Acquire::(Check-Valid-Until|Check-Date|Max-ValidTime|https?::Proxy|Retries) '
 
+# site_apt_conf: those settings of the host's apt, in apt.conf form.
+site_apt_conf()
+{
+	if command -v apt-config >/dev/null 2>&1; then
+		apt-config dump | grep -E "$HOST_APT_CONF" || true
+	fi
+}
+
 host_apt_conf()
 {
 	local conf="$ROOT/etc/apt/apt.conf.d/00memhp-host" new
@@ -254,9 +384,7 @@ host_apt_conf()
 	# Written also when empty: the file marks the lab's root (a guest
 	# that sees it runs the root's userland).
 	new="// memhp-lab: the host's apt Acquire settings (tools/lab/lab.sh)"
-	if command -v apt-config >/dev/null 2>&1; then
-		new+=$'\n'$(apt-config dump | grep -E "$HOST_APT_CONF" || true)
-	fi
+	new+=$'\n'$(site_apt_conf)
 	[ "$new" = "$(cat "$conf" 2>/dev/null)" ] || echo "$new" > "$conf"
 }
 
@@ -320,7 +448,7 @@ cmd_enter()
 
 # Only what lab.sh and setup put there: MEMHP_CACHE may name a directory
 # that holds more.
-CACHE_ENTRIES="root root.new root.log cache"
+CACHE_ENTRIES="root root.new root.log cache mmdebstrap mmdebstrap.new mmdebstrap.log apt hosts site-apt.conf"
 
 cmd_clean()
 {
@@ -337,11 +465,21 @@ cmd_clean()
 }
 
 case "${1:-}" in
-check) cmd_check && say "host prerequisites present" ;;
+check)
+	if [ "${2:-}" = --all ]; then
+		cmd_check --all
+	else
+		cmd_check && say "host prerequisites present"
+	fi ;;
 root) cmd_root; echo "$ROOT" ;;
 enter) shift; cmd_enter "$@" ;;
 clean) cmd_clean ;;
 path) echo "$ROOT" ;;
+mmdebstrap)
+	# The lock only to fetch: a command in the root holds it shared.
+	command -v mmdebstrap >/dev/null 2>&1 || [ -x "$MMDEBSTRAP_DIR/usr/bin/mmdebstrap" ] || lock -x
+	mmdebstrap_cmd ;;
+site-apt-conf) site_apt_conf ;;
 *)
 	sed -n '3,/^$/{/^#/p}' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2 ;;

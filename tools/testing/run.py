@@ -6,6 +6,10 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+from memhp_host import enter_lab  # noqa: E402
+
+if __name__ == "__main__":
+    enter_lab(__file__, sys.argv)
 from memhp_host.run import main  # noqa: E402
 
 if __name__ == "__main__":
