@@ -65,7 +65,8 @@ ktap_print_header
 ktap_set_plan 6
 
 host_state > "$tmp/before"
-git clone -q "$top" "$clone"
+# Not hardlinked: the chown below would change this tree's objects too.
+git clone -q --no-hardlinks "$top" "$clone"
 [ -z "$user" ] || chown -R "$user": "$tmp"
 ktap_print_msg "fresh clone of $(git -C "$top" rev-parse --short HEAD) in $clone, as ${user:-$(id -un)}"
 
