@@ -83,6 +83,18 @@ deb_73()
 	echo "$f"
 }
 
+# debs_73 PACKAGE...: their .debs in DEBS, downloaded first where missing
+# (every download is said before what is done with them).
+debs_73()
+{
+	local p
+
+	DEBS=()
+	for p in "$@"; do
+		DEBS+=("$(deb_73 "$p")")
+	done
+}
+
 # trixie-backports: the system's mirror and keyring, pinned to priority
 # 1. Installed packages and bookworm-backports have 100; at an equal 100
 # the newer version wins, so an apt-get upgrade would take trixie's
@@ -109,12 +121,10 @@ fi
 if [ ! -f "/usr/lib/modules/$KVER_73/vmlinuz" ] || [ ! -f "/usr/lib/modules/$KVER_73/modules.dep" ]; then
 	missing+=("7.3 image /usr/lib/modules/$KVER_73 (${IMAGE_DEBS_73[*]})")
 	if [ "$check_only" = 0 ]; then
-		for p in "${IMAGE_DEBS_73[@]}"; do
-			deb_73 "$p" >/dev/null
-		done
+		debs_73 "${IMAGE_DEBS_73[@]}"
 		echo "setup: unpacking ${IMAGE_DEBS_73[*]} into / (dpkg -x), depmod $KVER_73"
-		for p in "${IMAGE_DEBS_73[@]}"; do
-			$sudo_cmd dpkg -x "$(deb_73 "$p")" /
+		for f in "${DEBS[@]}"; do
+			$sudo_cmd dpkg -x "$f" /
 		done
 		$sudo_cmd depmod "$KVER_73"
 	fi
@@ -145,12 +155,10 @@ fi
 if [ ! -f "$ROOT_73/usr/lib/modules/$KVER_73/build/include/generated/utsrelease.h" ]; then
 	missing+=("7.3 headers in $ROOT_73 (${HEADER_DEBS_73[*]})")
 	if [ "$check_only" = 0 ]; then
-		for p in "${HEADER_DEBS_73[@]}"; do
-			deb_73 "$p" >/dev/null
-		done
+		debs_73 "${HEADER_DEBS_73[@]}"
 		echo "setup: unpacking ${HEADER_DEBS_73[*]} into $ROOT_73"
-		for p in "${HEADER_DEBS_73[@]}"; do
-			$sudo_cmd dpkg -x "$(deb_73 "$p")" "$ROOT_73"
+		for f in "${DEBS[@]}"; do
+			$sudo_cmd dpkg -x "$f" "$ROOT_73"
 		done
 	fi
 fi
@@ -165,9 +173,9 @@ src_tar_73="$ROOT_73/usr/src/linux-source-7.3.tar.xz"
 if [ ! -f "$KSRC_73/.stamp" ] || [ ! -x "$kbuild_scripts_73/checker-valid.sh" ] || [ ! -r "$src_tar_73" ]; then
 	missing+=("$src_tar_73, checkpatch.pl, checker-valid.sh from $SOURCE_DEB_73")
 	if [ "$check_only" = 0 ]; then
-		deb_73 "$SOURCE_DEB_73" >/dev/null
+		debs_73 "$SOURCE_DEB_73"
 		echo "setup: unpacking $SOURCE_DEB_73 into $ROOT_73, checkpatch.pl and checker-valid.sh from it"
-		$sudo_cmd dpkg -x "$(deb_73 "$SOURCE_DEB_73")" "$ROOT_73"
+		$sudo_cmd dpkg -x "${DEBS[0]}" "$ROOT_73"
 		rm -rf "$KSRC_73"
 		mkdir -p "$KSRC_73"
 		tar -xJf "$src_tar_73" -C "$KSRC_73" --strip-components=1 \

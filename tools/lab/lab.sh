@@ -211,19 +211,22 @@ present()
 	esac
 }
 
-# cmd_check [--all]: the prerequisites this user lacks, with their install
-# lines; --all prints the lines of every prerequisite (README.md's).
+# cmd_install_lines: the install lines of every prerequisite (README.md's).
+cmd_install_lines()
+{
+	local deb=() fed=() arch=() w who d f a
+
+	while read -r w who d f a; do
+		deb+=("$d"); fed+=("$f"); arch+=("$a")
+	done <<< "$PREREQS"
+	install_lines "${deb[*]}" "${fed[*]}" "${arch[*]}"
+}
+
+# cmd_check: the prerequisites this user lacks, with their install lines.
 cmd_check()
 {
 	local missing=() deb=() fed=() arch=() w who d f a problems=()
 
-	if [ "${1:-}" = --all ]; then
-		while read -r w who d f a; do
-			deb+=("$d"); fed+=("$f"); arch+=("$a")
-		done <<< "$PREREQS"
-		install_lines "${deb[*]}" "${fed[*]}" "${arch[*]}"
-		return 0
-	fi
 	while read -r w who d f a; do
 		[ "$who" = all ] || [ "$(id -u)" != 0 ] || continue
 		present "$w" && continue
@@ -467,7 +470,7 @@ cmd_clean()
 case "${1:-}" in
 check)
 	if [ "${2:-}" = --all ]; then
-		cmd_check --all
+		cmd_install_lines
 	else
 		cmd_check && say "host prerequisites present"
 	fi ;;

@@ -87,9 +87,9 @@ if [ "$full" = 1 ]; then
 	what="make LAB=root check: 0 failed"
 	# The totals and what failed; the whole log is kept in this tree's
 	# build/ (the clone goes with the test), owned as the tree is.
-	install -d -o "$(stat -c %u "$top")" -g "$(stat -c %g "$top")" "$top/build" &&
-		install -o "$(stat -c %u "$top")" -g "$(stat -c %g "$top")" -m 644 \
-			"$tmp/check.log" "$top/build/lab-selftest-check.log"
+	owner=(-o "$(stat -c %u "$top")" -g "$(stat -c %g "$top")")
+	install -d "${owner[@]}" "$top/build" &&
+		install "${owner[@]}" -m 644 "$tmp/check.log" "$top/build/lab-selftest-check.log"
 	grep -E '^# Totals:|^not ok' "$tmp/check.log" | sed 's/^/# /'
 else
 	as_user make --no-print-directory LAB=root check CHECK_ARGS="--only unit" > "$tmp/check.log" 2>&1

@@ -52,9 +52,9 @@ def lab_binds(args):
     """The directories the path options of ARGS name outside the clone (a
     --kernel tree, a --qemu binary's directory, the directory a --count
     file goes to) and the working directory, for lab.sh to mount at their
-    own paths. Nothing after
-    "--" (the guest's command) and no directory of the root's own system
-    is taken; a path with blanks cannot be passed and is left out."""
+    own paths. Nothing after "--" (the guest's command) and no directory
+    of the root's own system is taken; a path with blanks cannot be passed
+    and is left out."""
     binds = []
     values = []
     for i, arg in enumerate(args):
